@@ -1,0 +1,563 @@
+"""The ``ledgermind`` command line: the library's verbs as commands.
+
+Exit codes: 0 ok; 1 not found, or verification failed; 2 bad input or denied by policy.
+Every command takes ``--json`` for machine-readable output.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ledgermind.config import Settings, build_memory
+from ledgermind.core.errors import (
+    AuthenticationError,
+    ConflictError,
+    FormatError,
+    IntegrityError,
+    InvalidInputError,
+    LedgermindError,
+    NotFoundError,
+    PolicyDeniedError,
+)
+from ledgermind.core.records import CHANNELS, KINDS, STATUSES, TOPICS
+from ledgermind.core.records import Memory as MemoryRecord
+from ledgermind.service.memory import Memory
+from ledgermind.service.recall import Query
+from ledgermind.storage.base import MemoryFilter
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
+
+# The one table that maps errors to exit codes.
+EXIT_CODES: dict[type[LedgermindError], int] = {
+    NotFoundError: EXIT_NOT_FOUND,
+    IntegrityError: EXIT_NOT_FOUND,
+    InvalidInputError: EXIT_BAD_INPUT,
+    PolicyDeniedError: EXIT_BAD_INPUT,
+    ConflictError: EXIT_BAD_INPUT,
+    FormatError: EXIT_BAD_INPUT,
+    AuthenticationError: EXIT_BAD_INPUT,
+}
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+
+class Context:
+    """What every command shares: settings, the output mode, and a lazily opened Memory."""
+
+    def __init__(self, settings: Settings, as_json: bool) -> None:
+        self.settings = settings
+        self.as_json = as_json
+        self._memory: Memory | None = None
+
+    @property
+    def memory(self) -> Memory:
+        if self._memory is None:
+            self._memory = build_memory(self.settings)
+        return self._memory
+
+    def close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+
+
+def fail(error: LedgermindError, as_json: bool) -> NoReturn:
+    """Print an error as a sentence (or JSON) and exit with its code."""
+    code = next((c for t, c in EXIT_CODES.items() if isinstance(error, t)), EXIT_BAD_INPUT)
+    if as_json:
+        click.echo(json.dumps(error.to_dict(), ensure_ascii=False, default=str))
+    else:
+        err_console.print(f"[bold red]error:[/] {error.message}", highlight=False)
+    sys.exit(code)
+
+
+@contextmanager
+def handled(ctx: Context) -> Iterator[None]:
+    """Run a command body, mapping ledgermind errors to messages and exit codes."""
+    try:
+        yield
+    except LedgermindError as error:
+        fail(error, ctx.as_json)
+    finally:
+        ctx.close()
+
+
+def emit(ctx: Context, data: Any, human: Callable[[], None]) -> None:
+    """JSON when asked for, the human rendering otherwise."""
+    if ctx.as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        human()
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json`` on every command (also accepted before the command name)."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(f)
+
+
+def _ctx(obj: Context, as_json: bool) -> Context:
+    obj.as_json = obj.as_json or as_json
+    return obj
+
+
+def write_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every write takes."""
+    options = [
+        click.option("--owner", help="Whose ledger (a principal, e.g. human:alice)."),
+        click.option(
+            "--source",
+            "channel",
+            type=click.Choice(CHANNELS),
+            help="Channel: user, internal, tool, synthesis.",
+        ),
+        click.option("--kind", type=click.Choice(KINDS), default="fact", show_default=True),
+        click.option("--topic", type=click.Choice(TOPICS), default="general", show_default=True),
+        click.option(
+            "--scope",
+            default="global",
+            show_default=True,
+            help="global, project:ID or conversation:ID.",
+        ),
+        click.option("--reason", help="Why this is remembered, in the person's words."),
+        click.option("--title", help="A short title."),
+        click.option("--tag", "tags", multiple=True, help="A tag (repeatable)."),
+        click.option(
+            "--ttl",
+            default="never",
+            show_default=True,
+            help="never, expires_at:<UTC time> or decay:<days>.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def render_memory(memory: MemoryRecord) -> None:
+    """A memory as a small table."""
+    table = Table(show_header=False, box=None)
+    for key in (
+        "id",
+        "owner",
+        "status",
+        "retrievable",
+        "kind",
+        "topic",
+        "sensitivity",
+        "channel",
+        "actor",
+        "content",
+        "reason",
+        "created_at",
+        "updated_at",
+        "revision",
+        "supersedes",
+        "superseded_by",
+    ):
+        value = getattr(memory, key)
+        if value not in (None, ""):
+            table.add_row(f"[bold]{key}[/]", str(value))
+    out_console.print(table)
+    for item in memory.audit:
+        note = f" — {item.note}" if item.note else ""
+        out_console.print(f"  {item.at}  {item.action:<18} {item.actor}{note}", highlight=False)
+
+
+@click.group()
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Data directory (default: LEDGERMIND_HOME or the user data directory).",
+)
+@click.option(
+    "--as", "principal", help="Acting principal (default: LEDGERMIND_PRINCIPAL or human:<login>)."
+)
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A TOML policy overriding the defaults.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.version_option(package_name="ledgermind")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    home: Path | None,
+    principal: str | None,
+    policy_path: Path | None,
+    as_json: bool,
+) -> None:
+    """ledgermind: long-term memory for AI assistants that people can trust."""
+    try:
+        settings = Settings.load(home=home, principal=principal, policy_path=policy_path)
+    except LedgermindError as error:
+        fail(error, as_json)
+    ctx.obj = Context(settings, as_json)
+
+
+@cli.command()
+@click.argument("text")
+@write_options
+@click.option("--as-agent-for", "on_behalf_of", help="The human principal an agent acts for.")
+@json_option
+@click.pass_obj
+def remember(
+    obj: Context,
+    text: str,
+    owner: str | None,
+    channel: str | None,
+    kind: str,
+    topic: str,
+    scope: str,
+    reason: str | None,
+    title: str | None,
+    tags: tuple[str, ...],
+    ttl: str,
+    on_behalf_of: str | None,
+    as_json: bool,
+) -> None:
+    """Remember TEXT; the policy decides whether it is kept, proposed or not stored."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        memory = ctx.memory
+        actor = memory.principal
+        result = memory.remember(
+            text,
+            owner=owner,
+            channel=channel
+            or ("user" if actor.startswith("human:") and (owner in (None, actor)) else "tool"),
+            on_behalf_of=on_behalf_of,
+            kind=kind,
+            topic=topic,
+            scope=scope,
+            reason=reason,
+            title=title,
+            tags=tags,
+            ttl=ttl,
+        )
+        emit(
+            ctx,
+            result.to_dict(),
+            lambda: out_console.print(
+                f"{result.id} {result.status} — {result.why}", highlight=False
+            ),
+        )
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--owner", help="Whose memories to search.")
+@click.option("--limit", default=10, show_default=True, type=int)
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
+@click.option("--scope")
+@click.option("--tag", "tags", multiple=True)
+@click.option("--sensitive", "include_sensitive", is_flag=True, help="Include sensitive memories.")
+@json_option
+@click.pass_obj
+def recall(
+    obj: Context,
+    query: str,
+    owner: str | None,
+    limit: int,
+    kinds: tuple[str, ...],
+    scope: str | None,
+    tags: tuple[str, ...],
+    include_sensitive: bool,
+    as_json: bool,
+) -> None:
+    """Recall the memories that best answer QUERY."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        hits = ctx.memory.recall(
+            Query(
+                text=query,
+                owner=owner,
+                limit=limit,
+                kinds=kinds or None,
+                scope=scope,
+                tags=tags,
+                include_sensitive=include_sensitive,
+            )
+        )
+
+        def human() -> None:
+            for hit in hits:
+                out_console.print(
+                    f"{hit.score:8.3f}  {hit.memory.id}  {hit.memory.content}", highlight=False
+                )
+            if not hits:
+                out_console.print("nothing found")
+
+        emit(ctx, {"hits": [h.to_dict() for h in hits]}, human)
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--owner")
+@json_option
+@click.pass_obj
+def show(obj: Context, memory_id: str, owner: str | None, as_json: bool) -> None:
+    """Show one memory with its audit trail."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        memory = ctx.memory.get(memory_id, owner=owner)
+        emit(ctx, memory.to_dict(), lambda: render_memory(memory))
+
+
+@cli.command(name="list")
+@click.option("--owner")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES))
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10000))
+@json_option
+@click.pass_obj
+def list_command(
+    obj: Context,
+    owner: str | None,
+    statuses: tuple[str, ...],
+    kinds: tuple[str, ...],
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List memories, newest first."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        items = ctx.memory.memories(
+            owner, MemoryFilter(statuses=statuses or None, kinds=kinds or None, limit=limit)
+        )
+
+        def human() -> None:
+            table = Table("id", "status", "kind", "content")
+            for m in items:
+                table.add_row(
+                    m.id,
+                    m.status + ("" if m.retrievable or m.status != "active" else " (hidden)"),
+                    m.kind,
+                    m.content[:80],
+                )
+            out_console.print(table)
+
+        emit(ctx, {"memories": [m.to_dict() for m in items]}, human)
+
+
+def _transition(name: str, doc: str) -> None:
+    @cli.command(name=name, help=doc)
+    @click.argument("memory_id")
+    @click.option("--owner")
+    @click.option("--note", help="A short note for the audit trail.")
+    @json_option
+    @click.pass_obj
+    def command(
+        obj: Context, memory_id: str, owner: str | None, note: str | None, as_json: bool
+    ) -> None:
+        ctx = _ctx(obj, as_json)
+        with handled(ctx):
+            method = getattr(ctx.memory, name)
+            memory = method(memory_id, owner=owner, note=note)
+            emit(
+                ctx,
+                memory.to_dict(),
+                lambda: out_console.print(f"{memory.id} {memory.status}", highlight=False),
+            )
+
+
+_transition("approve", "Approve a proposed memory: it becomes active.")
+_transition("reject", "Reject a proposed memory.")
+_transition("hide", "Remove a memory from retrieval without forgetting it.")
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.argument("text")
+@click.option("--owner")
+@click.option("--reason")
+@json_option
+@click.pass_obj
+def edit(
+    obj: Context, memory_id: str, text: str, owner: str | None, reason: str | None, as_json: bool
+) -> None:
+    """Supersede a memory with new TEXT (a new memory; the old one leaves retrieval)."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        result = ctx.memory.edit(memory_id, text, owner=owner, reason=reason)
+        emit(
+            ctx,
+            {**result.to_dict(), "supersedes": memory_id},
+            lambda: out_console.print(
+                f"{result.id} {result.status} (supersedes {memory_id})", highlight=False
+            ),
+        )
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--owner")
+@click.option("--reason", default="forgotten at the owner's request", show_default=True)
+@json_option
+@click.pass_obj
+def forget(obj: Context, memory_id: str, owner: str | None, reason: str, as_json: bool) -> None:
+    """Forget a memory at once (a tombstone); `redact` erases its bytes."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        memory = ctx.memory.forget(memory_id, owner=owner, reason=reason)
+        emit(
+            ctx,
+            memory.to_dict(),
+            lambda: out_console.print(f"{memory.id} {memory.status}", highlight=False),
+        )
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--reason", required=True, help="Why it is erased (kept in the audit trail).")
+@click.option("--owner")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_obj
+def redact(
+    obj: Context, memory_id: str, reason: str, owner: str | None, yes: bool, as_json: bool
+) -> None:
+    """Erase a memory's text from every file the store keeps; the chain still verifies."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        if not yes and sys.stdin.isatty() and not ctx.as_json:
+            click.confirm(f"Erase the text of {memory_id} for good?", abort=True)
+        memory = ctx.memory.redact(memory_id, owner=owner, reason=reason)
+        emit(
+            ctx,
+            memory.to_dict(),
+            lambda: out_console.print(f"{memory.id} redacted", highlight=False),
+        )
+
+
+@cli.command()
+@click.option("--owner")
+@json_option
+@click.pass_obj
+def verify(obj: Context, owner: str | None, as_json: bool) -> None:
+    """Verify every chain and compare each projection with the ledger."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        reports = ctx.memory.verify(owner)
+        ok = all(r.ok for r in reports)
+
+        def human() -> None:
+            for r in reports:
+                if r.ok:
+                    out_console.print(
+                        f"[green]ok[/]  {r.owner}: {r.chain.length} entries, head {r.chain.head[:16]}",
+                        highlight=False,
+                    )
+                elif not r.chain.ok:
+                    out_console.print(
+                        f"[red]broken[/]  {r.owner}: entry #{r.chain.broken_at}: {r.chain.reason}",
+                        highlight=False,
+                    )
+                else:
+                    out_console.print(
+                        f"[red]projection differs[/]  {r.owner}: {r.mismatch}", highlight=False
+                    )
+            if not reports:
+                out_console.print("no ledgers yet")
+
+        emit(ctx, {"ok": ok, "owners": [r.to_dict() for r in reports]}, human)
+        if not ok:
+            sys.exit(EXIT_NOT_FOUND)
+
+
+@cli.command()
+@click.option("--owner")
+@click.option("--start", default=0, type=click.IntRange(0))
+@json_option
+@click.pass_obj
+def log(obj: Context, owner: str | None, start: int, as_json: bool) -> None:
+    """Show an owner's ledger entries (personaxis lines)."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        records = list(ctx.memory.log(owner, start=start))
+
+        def human() -> None:
+            for r in records:
+                event = r.decode()
+                label = f"{event.event} {event.memory}" if event else "entry"
+                out_console.print(
+                    f"#{r.seq:<5} {r.entry.ts}  {r.entry.source:<9} {label}  {r.entry.content[:60]}",
+                    highlight=False,
+                )
+
+        emit(ctx, {"entries": [{"seq": r.seq, **r.entry.to_json()} for r in records]}, human)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def sweep(obj: Context, as_json: bool) -> None:
+    """Expire memories whose retention ran out, and erase their text."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        expired = ctx.memory.sweep()
+        emit(
+            ctx,
+            {"expired": [m.id for m in expired]},
+            lambda: out_console.print(f"{len(expired)} expired"),
+        )
+
+
+@cli.command()
+@click.option("--owner")
+@json_option
+@click.pass_obj
+def rebuild(obj: Context, owner: str | None, as_json: bool) -> None:
+    """Recompute the projection from the ledger and report whether it equalled the stored one."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        results = ctx.memory.rebuild(owner)
+
+        def human() -> None:
+            for r in results:
+                state = "equal" if r["equal"] else f"differed ({r['mismatch']})"
+                out_console.print(
+                    f"{r['owner']}: {r['memories']} memories rebuilt; {state}", highlight=False
+                )
+
+        emit(ctx, {"owners": results}, human)
+        if not all(r["equal"] for r in results):
+            sys.exit(EXIT_NOT_FOUND)
+
+
+@cli.command(name="export")
+@click.option("--format", "fmt", type=click.Choice(["personaxis", "hux"]), required=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--owner")
+@json_option
+@click.pass_obj
+def export_command(obj: Context, fmt: str, output: Path, owner: str | None, as_json: bool) -> None:
+    """Export an owner's ledger (personaxis) or memories (hux) to a file."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        data, count = ctx.memory.export(fmt, owner=owner)
+        output.write_bytes(data)
+        emit(
+            ctx,
+            {"format": fmt, "path": str(output), "items": count, "bytes": len(data)},
+            lambda: out_console.print(f"{count} items written to {output}"),
+        )
+
+
+def main() -> None:
+    """Console entry point."""
+    cli(prog_name="ledgermind")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,163 @@
+"""Ledger events: how a lifecycle transition is written as a personaxis entry.
+
+A ledgermind entry is an ordinary personaxis v1.0 entry. What the chain must commit to
+beyond the content — the event, the memory id, the actor and every structured field — is a
+canonical (RFC 8785) metadata document whose sha256 is carried as the tag ``lm:meta:<hex>``.
+Free text that must stay erasable (``reason``, ``title``, an audit ``note``) is committed
+the way personaxis commits content: the metadata holds its sha256, the text itself is kept
+beside the entry and replaced by ``[redacted]`` on erasure, so the chain still verifies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import rfc8785
+
+from ledgermind.core.chain import REDACTED_MARKER, Entry, Verification, entry_problem, sha256_hex
+
+EVENTS: Final = (
+    "propose",
+    "no_store",
+    "approve",
+    "reject",
+    "edit",
+    "hide",
+    "forget",
+    "redact",
+    "expire",
+    "export",
+)
+META_TAG: Final = "lm:meta:"
+EVENT_TAG: Final = "lm:event:"
+MEMORY_TAG: Final = "lm:memory:"
+META_VERSION: Final = 1
+
+
+def canonical(document: Mapping[str, Any]) -> str:
+    """RFC 8785 canonical JSON text of a document."""
+    return rfc8785.dumps(dict(document)).decode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A decoded ledger event: what happened to which memory, by whom, with which data."""
+
+    event: str
+    memory: str
+    actor: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)
+    on_behalf_of: str | None = None
+    supersedes: str | None = None
+    memories: tuple[str, ...] = ()
+
+    def meta(self) -> dict[str, Any]:
+        """The metadata document the chain commits to (text values as their sha256)."""
+        out: dict[str, Any] = {
+            "v": META_VERSION,
+            "event": self.event,
+            "memory": self.memory,
+            "actor": self.actor,
+        }
+        if self.fields:
+            out["fields"] = dict(self.fields)
+        if self.texts:
+            out["texts"] = {name: sha256_hex(text) for name, text in self.texts.items()}
+        if self.on_behalf_of is not None:
+            out["on_behalf_of"] = self.on_behalf_of
+        if self.supersedes is not None:
+            out["supersedes"] = self.supersedes
+        if self.memories:
+            out["memories"] = list(self.memories)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A stored ledger row: the personaxis entry plus its metadata and erasable texts."""
+
+    seq: int
+    entry: Entry
+    meta: str | None = None
+    texts: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def meta_hash(self) -> str | None:
+        """The committed metadata hash from the entry's tags, if it is a ledgermind entry."""
+        for tag in self.entry.tags:
+            if tag.startswith(META_TAG):
+                return tag[len(META_TAG) :]
+        return None
+
+    def decode(self) -> Event | None:
+        """The event this row records, or None for a foreign (plain personaxis) entry."""
+        if self.meta is None:
+            return None
+        document = json.loads(self.meta)
+        return Event(
+            event=document["event"],
+            memory=document["memory"],
+            actor=document["actor"],
+            fields=document.get("fields", {}),
+            texts=dict(self.texts),
+            on_behalf_of=document.get("on_behalf_of"),
+            supersedes=document.get("supersedes"),
+            memories=tuple(document.get("memories", ())),
+        )
+
+
+def event_tags(event: Event, meta_text: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Personaxis tags for an event: reserved ones first, then the ledgermind namespace."""
+    return (
+        *extra,
+        EVENT_TAG + event.event,
+        MEMORY_TAG + event.memory,
+        META_TAG + sha256_hex(meta_text),
+    )
+
+
+def record_problem(record: Record) -> str | None:
+    """Why a row's metadata or erasable texts do not match what its entry commits to."""
+    committed = record.meta_hash
+    if committed is None:
+        if record.meta is not None or record.texts:
+            return "metadata is stored for an entry that does not commit to any"
+        return None
+    if record.meta is None:
+        return "the entry commits to metadata that is missing"
+    if sha256_hex(record.meta) != committed:
+        return "metadata does not match its committed hash"
+    try:
+        document = json.loads(record.meta)
+    except json.JSONDecodeError:
+        return "metadata is not valid JSON"
+    if not isinstance(document, dict) or canonical(document) != record.meta:
+        return "metadata is not in canonical form"
+    hashes = document.get("texts", {})
+    if set(hashes) != set(record.texts):
+        return "erasable texts do not match the committed set"
+    for name, text in record.texts.items():
+        if record.entry.redacted and text == REDACTED_MARKER:
+            continue
+        if sha256_hex(text) != hashes[name]:
+            return f"{name} does not match its committed hash"
+    return None
+
+
+def verify_records(
+    records: Iterable[Record], *, start_index: int = 0, prev_hash: str = ""
+) -> Verification:
+    """Verify rows: each entry by personaxis rules, then its metadata and texts."""
+    index = start_index
+    head = prev_hash
+    for record in records:
+        problem = entry_problem(record.entry, head) or record_problem(record)
+        if problem is not None:
+            return Verification(False, index, head, broken_at=index, reason=problem)
+        head = record.entry.hash
+        index += 1
+    return Verification(True, index, head)

@@ -1,0 +1,1 @@
+"""Pure codecs, one per format: bytes in, records out, and back."""

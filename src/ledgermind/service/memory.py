@@ -1,0 +1,836 @@
+"""The ``Memory`` facade: remember, recall, approve, forget, redact, verify — the use cases.
+
+Adapters (CLI, HTTP, MCP) call this class and nothing below it. Every write runs inside one
+store transaction that holds the owner's chain: the chain is verified up to its head, the
+transition is checked against the current state, one entry is appended and the projection
+is updated — or nothing happens at all.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ledgermind.core import lifecycle
+from ledgermind.core.chain import (
+    INJECTION_TAG,
+    REDACTED_MARKER,
+    TARGET_PREFIX,
+    TOMBSTONE_TAG,
+    Verification,
+    format_ts,
+    make_entry,
+    redact_entry,
+    tombstone_content,
+)
+from ledgermind.core.errors import (
+    ConflictError,
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    PolicyDeniedError,
+)
+from ledgermind.core.events import Event, Record, canonical, event_tags, verify_records
+from ledgermind.core.policy import Decision, Justification, Policy
+from ledgermind.core.records import (
+    KINDS,
+    SENSITIVITIES,
+    SYSTEM_PRINCIPAL,
+    check_principal,
+    principal_kind,
+)
+from ledgermind.core.records import (
+    Memory as MemoryRecord,
+)
+from ledgermind.service import validation as check
+from ledgermind.service.recall import Query, RecallHit, fts_match
+from ledgermind.storage.base import MemoryFilter, Store, Tip, Transaction
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The wall clock in UTC."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The outcome of a write: the memory's id and status, and why the policy chose it."""
+
+    id: str
+    status: str
+    owner: str
+    why: str
+    flagged: bool = False
+    memory: MemoryRecord | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "owner": self.owner,
+            "why": self.why,
+            "flagged": self.flagged,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReport:
+    """Verification of one owner: the chain, then the projection against a rebuild."""
+
+    owner: str
+    chain: Verification
+    projection_ok: bool
+    mismatch: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when both the chain and the projection verify."""
+        return self.chain.ok and self.projection_ok
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "owner": self.owner,
+            "ok": self.ok,
+            **self.chain.to_dict(),
+            "projection_ok": self.projection_ok,
+            "mismatch": self.mismatch,
+        }
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Everything a caller may say about a new memory beyond its text (all optional)."""
+
+    kind: str = "fact"
+    topic: str = "general"
+    scope: Any = "global"
+    reason: str | None = None
+    title: str | None = None
+    tags: Sequence[str] = ()
+    ttl: Any = "never"
+    sensitivity: str | None = None
+    confidence: float | None = None
+    importance: float | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+    expires: str | None = None
+    relations: Sequence[Any] = ()
+    lifecycle: str = "active"
+    partition: str = "default"
+    path: str | None = None
+    page_type: str | None = None
+    derived_from: Sequence[str] = ()
+    session: str | None = None
+    evidence: str | None = None
+    recorded_at: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
+    """Validate a draft into the committed metadata fields and the erasable texts."""
+    fields: dict[str, Any] = {
+        "kind": check.choice(draft.kind, KINDS, "kind"),
+        "topic": draft.topic,
+        "scope": check.scope(draft.scope).to_json(),
+        "ttl": check.ttl(draft.ttl).to_json(),
+        "tags": list(check.tags(draft.tags)),
+        "lifecycle": check.lifecycle(draft.lifecycle),
+        "partition": check.partition(draft.partition),
+    }
+    optional = {
+        "confidence": check.unit(draft.confidence, "confidence"),
+        "importance": check.unit(draft.importance, "importance"),
+        "valid_from": check.date_or_time(draft.valid_from, "valid_from"),
+        "valid_until": check.date_or_time(draft.valid_until, "valid_until"),
+        "expires": check.utc_time(draft.expires, "expires"),
+        "recorded_at": check.utc_time(draft.recorded_at, "recorded_at"),
+        "path": None if draft.path is None else check.page_path(draft.path),
+        "page_type": check.page_type(draft.page_type),
+        "session": None
+        if draft.session is None
+        else check.text(draft.session, "session", max_chars=256),
+        "evidence": None
+        if draft.evidence is None
+        else check.text(draft.evidence, "evidence", max_chars=512),
+    }
+    fields.update({k: v for k, v in optional.items() if v is not None})
+    relations = check.relations(draft.relations)
+    if relations:
+        fields["relations"] = [r.to_json() for r in relations]
+    if draft.derived_from:
+        fields["derived_from"] = [check.page_path(p, "derived_from") for p in draft.derived_from]
+    extra = check.extra(draft.extra)
+    if extra:
+        fields["extra"] = extra
+    texts = {}
+    if draft.reason is not None:
+        texts["reason"] = check.reason(draft.reason)
+    if draft.title is not None:
+        texts["title"] = check.title(draft.title)
+    return fields, texts
+
+
+class Memory:
+    """Long-term memory for one installation: the use cases over a store and a policy."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        policy: Policy,
+        principal: str,
+        clock: Clock = utc_now,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.principal = check_principal(principal, "acting principal")
+        self._clock = clock
+        self._verified: dict[str, Tip] = {}
+
+    # -- composition ------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        home: str | None = None,
+        *,
+        principal: str | None = None,
+        policy_path: str | None = None,
+        clock: Clock = utc_now,
+    ) -> Memory:
+        """Open the embedded default store under ``home`` (or LEDGERMIND_HOME)."""
+        from ledgermind.config import Settings, build_memory
+
+        settings = Settings.load(home=home, principal=principal, policy_path=policy_path)
+        return build_memory(settings, clock=clock)
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return format_ts(self._clock())
+
+    def _new_id(self) -> str:
+        millis = int(self._clock().timestamp() * 1000)
+        return f"m_{millis:011x}{secrets.token_hex(5)}"
+
+    def _actor(self, actor: str | None) -> str:
+        return self.principal if actor is None else check_principal(actor, "actor")
+
+    def _owner(self, owner: str | None, actor: str) -> str:
+        if owner is not None:
+            return check_principal(owner, "owner")
+        if principal_kind(actor) != "human":
+            raise InvalidInputError(
+                f"{actor} is not a person; say whose memory this is with owner=human:NAME",
+                field="owner",
+            )
+        return actor
+
+    def _ensure_verified(self, tx: Transaction) -> Tip:
+        """Verify the chain up to its head before appending (incrementally after the first)."""
+        tip = tx.tip()
+        cached = self._verified.get(tx.owner)
+        result: Verification | None = None
+        if cached is not None and cached.length <= tip.length:
+            if cached.length == tip.length and cached.head == tip.head:
+                return tip
+            result = verify_records(
+                tx.records(cached.length), start_index=cached.length, prev_hash=cached.head
+            )
+            if not result.ok and result.broken_at == cached.length:
+                result = None  # the cached head itself may have moved: verify from scratch
+        if result is None:
+            result = verify_records(tx.records(0))
+        if not result.ok:
+            self._verified.pop(tx.owner, None)
+            raise IntegrityError(
+                f"the ledger of {tx.owner} is broken at entry #{result.broken_at} "
+                f"({result.reason}); refusing to write. Run `ledgermind verify` to inspect it",
+                owner=tx.owner,
+                broken_at=result.broken_at,
+                reason=result.reason,
+            )
+        tip = Tip(result.length, result.head)
+        self._verified[tx.owner] = tip
+        return tip
+
+    @contextmanager
+    def _writing(self, owner: str) -> Iterator[Transaction]:
+        with self.store.write(owner) as tx:
+            self._ensure_verified(tx)
+            yield tx
+            self._verified[owner] = tx.tip()
+
+    def _commit(
+        self,
+        tx: Transaction,
+        event: Event,
+        *,
+        content: str,
+        channel: str,
+        reserved: tuple[str, ...] = (),
+    ) -> list[MemoryRecord]:
+        """Append one event and project it; returns the memories it changed."""
+        meta_text = canonical(event.meta())
+        entry = make_entry(
+            ts=self._now(),
+            content=content,
+            source=channel,
+            tags=event_tags(event, meta_text, reserved),
+            prev_hash=tx.tip().head,
+        )
+        seq = tx.append(entry, meta_text, event.texts)
+        touched: dict[str, MemoryRecord] = {}
+        for memory_id in (event.memory, event.supersedes, *event.memories):
+            if memory_id:
+                current = tx.get(memory_id)
+                if current is not None:
+                    touched[memory_id] = current
+        lifecycle.apply(touched, Record(seq, entry, meta_text, event.texts), tx.owner)
+        for memory in touched.values():
+            tx.put(memory)
+        return list(touched.values())
+
+    def _load(self, tx: Transaction, memory_id: str) -> MemoryRecord:
+        check.identifier(memory_id, "memory id")
+        memory = tx.get(memory_id)
+        if memory is None:
+            raise NotFoundError(f"no memory {memory_id} for {tx.owner}", id=memory_id)
+        return memory
+
+    def _owner_of(self, memory_id: str, owner: str | None) -> str:
+        if owner is not None:
+            return check_principal(owner, "owner")
+        check.identifier(memory_id, "memory id")
+        found = self.store.locate(memory_id)
+        if found is None:
+            raise NotFoundError(
+                f"no memory {memory_id}; `ledgermind list` shows the ids you can use",
+                id=memory_id,
+            )
+        return found
+
+    @staticmethod
+    def _steward_channel(actor: str, owner: str) -> str:
+        """Lifecycle decisions by the owner are user statements; anyone else's are internal."""
+        return "user" if actor == owner and principal_kind(actor) == "human" else "internal"
+
+    # -- writes -----------------------------------------------------------------------
+
+    def decide(
+        self,
+        text: str,
+        *,
+        topic: str = "general",
+        channel: str = "user",
+        actor: str | None = None,
+        owner: str | None = None,
+    ) -> Decision:
+        """What the policy would decide for a write, without writing."""
+        who = self._actor(actor)
+        return self.policy.decide(
+            content=check.content(text),
+            topic=topic,
+            channel=channel,
+            actor=who,
+            owner=self._owner(owner, who),
+        )
+
+    def remember(
+        self,
+        text: str,
+        *,
+        owner: str | None = None,
+        actor: str | None = None,
+        channel: str = "user",
+        on_behalf_of: str | None = None,
+        draft: Draft | None = None,
+        **details: Any,
+    ) -> WriteResult:
+        """Write a memory; the policy decides whether it is kept, proposed or not stored."""
+        return self._create(
+            text,
+            owner=owner,
+            actor=actor,
+            channel=channel,
+            on_behalf_of=on_behalf_of,
+            draft=draft,
+            details=details,
+        )
+
+    def _create(
+        self,
+        text: str,
+        *,
+        owner: str | None,
+        actor: str | None,
+        channel: str,
+        on_behalf_of: str | None,
+        draft: Draft | None,
+        details: Mapping[str, Any],
+        supersedes: str | None = None,
+        status: str | None = None,
+    ) -> WriteResult:
+        who = self._actor(actor)
+        whose = self._owner(owner, who)
+        if on_behalf_of is not None:
+            check_principal(on_behalf_of, "on_behalf_of")
+        try:
+            draft = replace(draft or Draft(), **details)
+        except TypeError as exc:
+            raise InvalidInputError(f"unknown memory field: {exc}") from exc
+        body = check.content(text)
+        self.policy.check_channel(actor=who, owner=whose, channel=channel)
+        decision = self.policy.decide(
+            content=body, topic=draft.topic, channel=channel, actor=who, owner=whose
+        )
+        fields, texts = _fields(replace(draft, topic=decision.topic))
+        sensitivity = draft.sensitivity or decision.sensitivity
+        if decision.sensitivity == "sensitive":
+            sensitivity = "sensitive"
+        fields["sensitivity"] = check.choice(sensitivity, SENSITIVITIES, "sensitivity")
+        fields["approval_mode"] = decision.mode
+        initial = {"automatic": "active", "ask": "proposed", "no_store": "no_store"}[decision.mode]
+        fields["status"] = status or initial
+        if decision.flagged:
+            fields["flagged"] = True
+            fields["tags"] = [*fields["tags"], INJECTION_TAG]
+        texts.setdefault("reason", self._default_reason(who, whose, channel))
+        memory_id = self._new_id()
+        if decision.mode == "no_store":
+            texts.pop("title", None)
+            texts["reason"] = f"not stored: {decision.why}"
+            kind = "no_store"
+            content = "[not stored]"
+        else:
+            kind = "edit" if supersedes else "propose"
+            content = body
+        event = Event(
+            event=kind,
+            memory=memory_id,
+            actor=who,
+            fields=fields,
+            texts=texts,
+            on_behalf_of=on_behalf_of,
+            supersedes=supersedes,
+        )
+        reserved = (INJECTION_TAG,) if decision.flagged else ()
+        with self._writing(whose) as tx:
+            if supersedes is not None:
+                lifecycle.check_transition(self._load(tx, supersedes), "edit")
+            changed = self._commit(tx, event, content=content, channel=channel, reserved=reserved)
+        created = next(m for m in changed if m.id == memory_id)
+        return WriteResult(
+            id=memory_id,
+            status=created.status,
+            owner=whose,
+            why=decision.why,
+            flagged=decision.flagged,
+            memory=created,
+        )
+
+    @staticmethod
+    def _default_reason(actor: str, owner: str, channel: str) -> str:
+        if actor == owner:
+            return "the person asked to remember this"
+        return f"proposed by {actor} through the {channel} channel"
+
+    def approve(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """A person approves a proposed memory; it becomes active and retrievable."""
+        return self._decide(memory_id, "approve", actor=actor, owner=owner, note=note)
+
+    def reject(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """A person rejects a proposed memory; it is never retrievable."""
+        return self._decide(memory_id, "reject", actor=actor, owner=owner, note=note)
+
+    def _decide(
+        self, memory_id: str, kind: str, *, actor: str | None, owner: str | None, note: str | None
+    ) -> MemoryRecord:
+        who = self._actor(actor)
+        whose = self._owner_of(memory_id, owner)
+        if principal_kind(who) != "human":
+            raise PolicyDeniedError(
+                f"only a person may {kind} a proposed memory; {who} is not a human principal",
+                actor=who,
+            )
+        texts = {"note": check.note(note, "note")} if note is not None else {}
+        with self._writing(whose) as tx:
+            memory = self._load(tx, memory_id)
+            lifecycle.check_transition(memory, kind)
+            if memory.actor == who and who != whose:
+                raise PolicyDeniedError(
+                    f"{who} proposed memory {memory_id} and cannot {kind} it; "
+                    f"ask {whose} to review it",
+                    actor=who,
+                    id=memory_id,
+                )
+            if who != whose:
+                raise PolicyDeniedError(
+                    f"only {whose} may {kind} their own memories", actor=who, id=memory_id
+                )
+            event = Event(kind, memory_id, who, texts=texts)
+            changed = self._commit(
+                tx,
+                event,
+                content=f"[{_DONE[kind]} {memory_id}]",
+                channel=self._steward_channel(who, whose),
+            )
+        return changed[0]
+
+    def edit(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        channel: str | None = None,
+        **details: Any,
+    ) -> WriteResult:
+        """Supersede a memory with new text: a new memory; the old one leaves retrieval."""
+        whose = self._owner_of(memory_id, owner)
+        old = self.store.get(whose, memory_id)
+        if old is None:
+            raise NotFoundError(f"no memory {memory_id} for {whose}", id=memory_id)
+        who = self._actor(actor)
+        base = Draft(
+            kind=old.kind,
+            topic=old.topic,
+            scope=old.scope,
+            tags=tuple(t for t in old.tags if t != INJECTION_TAG),
+            ttl=old.ttl,
+            confidence=old.confidence,
+            importance=old.importance,
+            valid_from=old.valid_from,
+            valid_until=old.valid_until,
+            expires=old.expires,
+            relations=old.relations,
+            lifecycle=old.lifecycle,
+            partition=old.partition,
+            path=old.path,
+            page_type=old.page_type,
+            derived_from=old.derived_from,
+            session=old.session,
+            extra=old.extra,
+            sensitivity=old.sensitivity,
+            reason=details.pop("reason", None) or f"edit of {memory_id}",
+        )
+        return self._create(
+            text,
+            owner=whose,
+            actor=who,
+            channel=channel
+            or ("user" if who == whose and principal_kind(who) == "human" else "internal"),
+            on_behalf_of=None,
+            draft=base,
+            details=details,
+            supersedes=memory_id,
+        )
+
+    def hide(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """Remove a memory from retrieval without forgetting it (``retrieval_removed``)."""
+        return self._simple(memory_id, "hide", actor=actor, owner=owner, note=note)
+
+    def _simple(
+        self, memory_id: str, kind: str, *, actor: str | None, owner: str | None, note: str | None
+    ) -> MemoryRecord:
+        who = self._actor(actor)
+        whose = self._owner_of(memory_id, owner)
+        texts = {"note": check.note(note, "note")} if note is not None else {}
+        with self._writing(whose) as tx:
+            memory = self._load(tx, memory_id)
+            lifecycle.check_transition(memory, kind)
+            event = Event(kind, memory_id, who, texts=texts)
+            label = {"hide": "hidden", "expire": "expired"}[kind]
+            changed = self._commit(
+                tx,
+                event,
+                content=f"[{label} {memory_id}]",
+                channel=self._steward_channel(who, whose),
+            )
+        return changed[0]
+
+    def forget(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        reason: str = "forgotten at the owner's request",
+    ) -> MemoryRecord:
+        """Forget a memory at once: a tombstone; its bytes stay until redacted."""
+        who = self._actor(actor)
+        whose = self._owner_of(memory_id, owner)
+        why = check.note(reason)
+        with self._writing(whose) as tx:
+            memory = self._load(tx, memory_id)
+            lifecycle.check_transition(memory, "forget")
+            event = Event("forget", memory_id, who, texts={"note": why})
+            changed = self._commit(
+                tx,
+                event,
+                content=tombstone_content(why),
+                channel=self._steward_channel(who, whose),
+                reserved=(TOMBSTONE_TAG, TARGET_PREFIX + memory.entry_hash),
+            )
+        return changed[0]
+
+    def redact(
+        self, memory_id: str, *, reason: str, actor: str | None = None, owner: str | None = None
+    ) -> MemoryRecord:
+        """Erase a memory's text from every byte the store keeps; the chain still verifies."""
+        who = self._actor(actor)
+        whose = self._owner_of(memory_id, owner)
+        why = check.note(reason)
+        with self._writing(whose) as tx:
+            memory = self._load(tx, memory_id)
+            lifecycle.check_transition(memory, "redact")
+            self._erase_creation(tx, memory)
+            event = Event("redact", memory_id, who, texts={"note": f"redacted: {why}"})
+            changed = self._commit(
+                tx,
+                event,
+                content=tombstone_content(f"redacted: {why}"),
+                channel=self._steward_channel(who, whose),
+                reserved=(TOMBSTONE_TAG, TARGET_PREFIX + memory.entry_hash),
+            )
+        return changed[0]
+
+    def _erase_creation(self, tx: Transaction, memory: MemoryRecord) -> None:
+        record = next(tx.records(memory.seq), None)
+        if record is None or record.entry.hash != memory.entry_hash:
+            raise IntegrityError(
+                f"the entry that created {memory.id} is not where the projection says;"
+                " run `ledgermind verify`",
+                id=memory.id,
+            )
+        erased_texts = dict.fromkeys(record.texts, REDACTED_MARKER)
+        tx.erase(record.seq, redact_entry(record.entry), erased_texts)
+
+    def sweep(self, *, now: datetime | None = None) -> list[MemoryRecord]:
+        """Expire what retention says is over (ttl, PCP expires) and erase its text."""
+        moment = now or self._clock()
+        stamp = format_ts(moment)
+        expired: list[MemoryRecord] = []
+        for owner in self.store.owners():
+            live = self.store.memories(owner, MemoryFilter(statuses=("proposed", "active")))
+            for memory in live:
+                if not _is_due(memory, moment, stamp):
+                    continue
+                with self._writing(owner) as tx:
+                    current = self._load(tx, memory.id)
+                    if current.status not in ("proposed", "active"):
+                        continue
+                    event = Event(
+                        "expire", memory.id, SYSTEM_PRINCIPAL, texts={"note": "retention"}
+                    )
+                    self._commit(tx, event, content=f"[expired {memory.id}]", channel="internal")
+                    self._erase_creation(tx, current)
+                    erase = Event(
+                        "redact",
+                        memory.id,
+                        SYSTEM_PRINCIPAL,
+                        texts={"note": "redacted: retention expired"},
+                    )
+                    changed = self._commit(
+                        tx,
+                        erase,
+                        content=tombstone_content("redacted: retention expired"),
+                        channel="internal",
+                        reserved=(TOMBSTONE_TAG, TARGET_PREFIX + current.entry_hash),
+                    )
+                expired.extend(changed)
+        return expired
+
+    # -- reads ------------------------------------------------------------------------
+
+    def get(self, memory_id: str, *, owner: str | None = None) -> MemoryRecord:
+        """One memory, whatever its status."""
+        whose = self._owner_of(memory_id, owner)
+        memory = self.store.get(whose, memory_id)
+        if memory is None:
+            raise NotFoundError(f"no memory {memory_id} for {whose}", id=memory_id)
+        return memory
+
+    def memories(
+        self, owner: str | None = None, query: MemoryFilter | None = None
+    ) -> list[MemoryRecord]:
+        """An owner's memories, newest first."""
+        whose = self._owner(owner, self.principal)
+        return self.store.memories(whose, query or MemoryFilter(limit=100))
+
+    def log(self, owner: str | None = None, *, start: int = 0) -> Iterator[Record]:
+        """An owner's ledger rows in order."""
+        return self.store.records(self._owner(owner, self.principal), start)
+
+    def may_justify(
+        self, action: str, memory_ids: Sequence[str], *, owner: str | None = None
+    ) -> Justification:
+        """Whether these memories may justify a sensitive action (the weakest channel decides)."""
+        whose = self._owner(owner, self.principal)
+        found = []
+        for memory_id in memory_ids:
+            memory = self.store.get(whose, check.identifier(memory_id, "memory id"))
+            if memory is None:
+                raise NotFoundError(f"no memory {memory_id} for {whose}", id=memory_id)
+            found.append(memory)
+        return self.policy.justify(action, found)
+
+    def recall(self, query: Query | str, **options: Any) -> list[RecallHit]:
+        """The owner's active, retrievable memories that best answer a query."""
+        if isinstance(query, str):
+            query = Query(text=query, **options)
+        text = check.text(query.text, "query", max_chars=2000)
+        if (
+            not isinstance(query.limit, int)
+            or isinstance(query.limit, bool)
+            or not 1 <= query.limit <= 1000
+        ):
+            raise InvalidInputError("limit must be a whole number from 1 to 1000", field="limit")
+        whose = self._owner(query.owner, self.principal)
+        match = fts_match(text)
+        if match is None:
+            return []
+        flt = MemoryFilter(
+            retrievable_only=True,
+            kinds=query.kinds,
+            scope=query.scope,
+            partition=query.partition,
+            tags=query.tags,
+            include_sensitive=query.include_sensitive,
+        )
+        hits = self.store.lexical(whose, match, query.limit, flt)
+        out = []
+        for hit in hits:
+            memory = self.store.get(whose, hit.memory_id)
+            if memory is not None:
+                out.append(RecallHit(memory, hit.score, {"lexical_rank": hit.rank}))
+        return out
+
+    def export(self, fmt: str, *, owner: str | None = None) -> tuple[bytes, int]:
+        """An owner's ledger as personaxis JSONL, or its memories as HUX records."""
+        from ledgermind.formats import hux, personaxis
+
+        whose = self._owner(owner, self.principal)
+        if fmt == "personaxis":
+            entries = [r.entry for r in self.store.records(whose)]
+            return personaxis.encode(entries), len(entries)
+        if fmt in ("hux", "hux-jsonl"):
+            items = self.store.memories(whose, MemoryFilter())
+            return hux.encode(reversed(items), lines=fmt == "hux-jsonl"), len(items)
+        raise InvalidInputError(
+            f"unknown export format {fmt!r}; use personaxis or hux", field="format"
+        )
+
+    # -- integrity ----------------------------------------------------------------------
+
+    def verify(self, owner: str | None = None) -> list[OwnerReport]:
+        """Verify each chain and compare each stored projection with a rebuild."""
+        owners = [check_principal(owner, "owner")] if owner else self.store.owners()
+        reports = []
+        for whose in owners:
+            chain = verify_records(self.store.records(whose))
+            projection_ok, mismatch = True, None
+            if chain.ok:
+                projection_ok, mismatch = self._compare_projection(whose)
+            reports.append(OwnerReport(whose, chain, projection_ok, mismatch))
+        return reports
+
+    def _compare_projection(self, owner: str) -> tuple[bool, dict[str, Any] | None]:
+        try:
+            rebuilt = lifecycle.fold(self.store.records(owner), owner)
+        except (NotFoundError, InvalidInputError, ConflictError) as exc:
+            return False, {"error": exc.message}
+        stored = self.store.projection(owner)
+        for memory_id in sorted(set(rebuilt) | set(stored)):
+            left, right = rebuilt.get(memory_id), stored.get(memory_id)
+            if left is None or right is None:
+                return False, {"memory": memory_id, "field": "existence"}
+            a, b = left.to_dict(), right.to_dict()
+            for name in a:
+                if a[name] != b.get(name):
+                    return False, {
+                        "memory": memory_id,
+                        "field": name,
+                        "stored": b.get(name),
+                        "ledger": a[name],
+                    }
+        return True, None
+
+    def rebuild(self, owner: str | None = None) -> list[dict[str, Any]]:
+        """Recompute each projection from its ledger; reports whether it equalled the stored."""
+        owners = [check_principal(owner, "owner")] if owner else self.store.owners()
+        out = []
+        for whose in owners:
+            chain = verify_records(self.store.records(whose))
+            if not chain.ok:
+                raise IntegrityError(
+                    f"the ledger of {whose} is broken at entry #{chain.broken_at} ({chain.reason});"
+                    " a projection cannot be rebuilt from it",
+                    owner=whose,
+                    broken_at=chain.broken_at,
+                )
+            equal, mismatch = self._compare_projection(whose)
+            rebuilt = lifecycle.fold(self.store.records(whose), whose)
+            self.store.replace_projection(whose, rebuilt)
+            out.append(
+                {"owner": whose, "memories": len(rebuilt), "equal": equal, "mismatch": mismatch}
+            )
+        return out
+
+
+_DONE = {"approve": "approved", "reject": "rejected"}
+
+
+def _is_due(memory: MemoryRecord, moment: datetime, stamp: str) -> bool:
+    """Whether retention has run out for a memory at ``moment``."""
+    if memory.expires is not None and _parse(memory.expires) <= moment:
+        return True
+    if memory.ttl.policy == "expires_at" and memory.ttl.expires_at is not None:
+        return _parse(memory.ttl.expires_at) <= moment
+    if memory.ttl.policy == "decay" and memory.ttl.decay_days is not None:
+        return _parse(memory.updated_at) + timedelta(days=memory.ttl.decay_days) <= moment
+    return False
+
+
+def _parse(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

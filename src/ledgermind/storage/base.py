@@ -1,0 +1,140 @@
+"""The ``Store`` protocol every backend implements, and the value objects it speaks.
+
+A store keeps, per owner, the ledger (personaxis entries with their metadata), the
+projection (each memory's current state), and the indexes derived from it (full text,
+vectors). It holds no domain rules: the service decides what to append, the core decides
+what the projection is. Writes happen inside :meth:`Store.write`, which serialises appends
+to one owner's chain and rolls everything back if the block raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from ledgermind.core.chain import Entry
+from ledgermind.core.events import Record
+from ledgermind.core.records import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Tip:
+    """An owner's chain length and head hash (``""`` for an empty chain)."""
+
+    length: int
+    head: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFilter:
+    """Which memories a listing or a search considers; None means any."""
+
+    statuses: tuple[str, ...] | None = None
+    retrievable_only: bool = False
+    kinds: tuple[str, ...] | None = None
+    scope: str | None = None
+    partition: str | None = None
+    tags: tuple[str, ...] = ()
+    include_sensitive: bool = True
+    limit: int | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One candidate from an index: the memory's id, its rank (1-based) and raw score."""
+
+    memory_id: str
+    rank: int
+    score: float
+
+
+class Transaction(Protocol):
+    """What the service may do while it holds an owner's chain."""
+
+    @property
+    def owner(self) -> str:
+        """The owner whose chain is held."""
+        ...
+
+    def tip(self) -> Tip:
+        """The chain's length and head, as of inside the lock."""
+        ...
+
+    def records(self, start: int = 0) -> Iterator[Record]:
+        """Stored rows from ``start`` (0-based sequence number) on."""
+        ...
+
+    def get(self, memory_id: str) -> Memory | None:
+        """The projected memory, if it belongs to this owner."""
+        ...
+
+    def append(self, entry: Entry, meta: str | None, texts: Mapping[str, str]) -> int:
+        """Add a row at the end of the chain; returns its sequence number."""
+        ...
+
+    def put(self, memory: Memory, embedding: Sequence[float] | None = None) -> None:
+        """Insert or replace a memory in the projection and its indexes."""
+        ...
+
+    def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
+        """The sanctioned rewrite of a row: its redacted entry and erased texts."""
+        ...
+
+
+class Store(Protocol):
+    """A ledgermind storage backend."""
+
+    def write(self, owner: str) -> AbstractContextManager[Transaction]:
+        """Hold ``owner``'s chain for appending; commits on success, rolls back on error."""
+        ...
+
+    def owners(self) -> list[str]:
+        """Every owner that has a chain."""
+        ...
+
+    def tip(self, owner: str) -> Tip:
+        """An owner's chain length and head."""
+        ...
+
+    def records(self, owner: str, start: int = 0) -> Iterator[Record]:
+        """An owner's stored rows in chain order."""
+        ...
+
+    def get(self, owner: str, memory_id: str) -> Memory | None:
+        """One projected memory of one owner."""
+        ...
+
+    def locate(self, memory_id: str) -> str | None:
+        """The owner of a memory id, if any owner has it."""
+        ...
+
+    def memories(self, owner: str, query: MemoryFilter) -> list[Memory]:
+        """Projected memories of one owner, newest first."""
+        ...
+
+    def count(self, owner: str, query: MemoryFilter) -> int:
+        """How many memories a filter matches."""
+        ...
+
+    def projection(self, owner: str) -> dict[str, Memory]:
+        """The whole stored projection of one owner."""
+        ...
+
+    def replace_projection(self, owner: str, memories: Mapping[str, Memory]) -> None:
+        """Replace the stored projection and indexes of one owner (``rebuild``)."""
+        ...
+
+    def lexical(self, owner: str, match: str, limit: int, query: MemoryFilter) -> list[Hit]:
+        """Full-text candidates for an FTS match expression, best first."""
+        ...
+
+    def compact(self) -> None:
+        """Make erased bytes unreachable in every file the store keeps (WAL, free pages)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...

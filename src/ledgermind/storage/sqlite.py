@@ -1,0 +1,406 @@
+"""The embedded default: one SQLite file in WAL mode with FTS5 beside the ledger.
+
+Durability: ``journal_mode=WAL`` with ``synchronous=FULL``, so an acknowledged append
+survives power loss. Erasure: ``secure_delete`` zeroes freed bytes, the full-text index
+runs with FTS5 ``secure-delete``, and :meth:`SQLiteStore.compact` checkpoints and
+truncates the WAL so an erased text is in no file under the store's directory.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ledgermind.core.chain import Entry
+from ledgermind.core.errors import StorageError
+from ledgermind.core.events import Record
+from ledgermind.core.records import Memory, memory_from_dict
+from ledgermind.storage.base import Hit, MemoryFilter, Tip
+
+try:  # The standard library's sqlite3 here may lack extension loading and a recent FTS5.
+    import pysqlite3.dbapi2 as sqlite3
+except ImportError:  # pragma: no cover - platforms without the wheel
+    import sqlite3
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (
+    owner TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    content TEXT NOT NULL,
+    source TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    content_hash TEXT,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    redacted INTEGER NOT NULL DEFAULT 0,
+    meta TEXT,
+    texts TEXT,
+    PRIMARY KEY (owner, seq)
+);
+CREATE TABLE IF NOT EXISTS heads (
+    owner TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memories (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    status TEXT NOT NULL,
+    retrievable INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    sensitivity TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memories_owner ON memories (owner, status, seq);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
+    body, tokenize = 'porter unicode61 remove_diacritics 2',
+    content = '', contentless_delete = 1
+);
+"""
+
+
+def _memory_doc(memory: Memory) -> str:
+    return json.dumps(memory.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _fts_body(memory: Memory) -> str:
+    return " ".join(part for part in (memory.title, memory.content, " ".join(memory.tags)) if part)
+
+
+class _Transaction:
+    """An open write on one owner's chain (see ``Transaction`` in ``storage.base``)."""
+
+    def __init__(self, store: SQLiteStore, connection: Any, owner: str) -> None:
+        self._store = store
+        self._db = connection
+        self._owner = owner
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    def tip(self) -> Tip:
+        return self._store._tip(self._db, self._owner)
+
+    def records(self, start: int = 0) -> Iterator[Record]:
+        return self._store._records(self._db, self._owner, start)
+
+    def get(self, memory_id: str) -> Memory | None:
+        return self._store._get(self._db, self._owner, memory_id)
+
+    def append(self, entry: Entry, meta: str | None, texts: Mapping[str, str]) -> int:
+        tip = self.tip()
+        self._db.execute(
+            "INSERT INTO ledger (owner, seq, ts, content, source, tags, content_hash, prev_hash,"
+            " hash, redacted, meta, texts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                self._owner,
+                tip.length,
+                entry.ts,
+                entry.content,
+                entry.source,
+                json.dumps(list(entry.tags), ensure_ascii=False),
+                entry.content_hash,
+                entry.prev_hash,
+                entry.hash,
+                int(entry.redacted),
+                meta,
+                json.dumps(dict(texts), ensure_ascii=False) if texts else None,
+            ),
+        )
+        self._db.execute(
+            "INSERT INTO heads (owner, length, head) VALUES (?,?,?) ON CONFLICT (owner) DO UPDATE"
+            " SET length = excluded.length, head = excluded.head",
+            (self._owner, tip.length + 1, entry.hash),
+        )
+        return tip.length
+
+    def put(self, memory: Memory, embedding: Sequence[float] | None = None) -> None:
+        self._store._put(self._db, memory)
+
+    def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
+        self._db.execute(
+            "UPDATE ledger SET content = ?, redacted = ?, texts = ? WHERE owner = ? AND seq = ?",
+            (
+                entry.content,
+                int(entry.redacted),
+                json.dumps(dict(texts), ensure_ascii=False) if texts else None,
+                self._owner,
+                seq,
+            ),
+        )
+        self._store._erased = True
+
+
+class SQLiteStore:
+    """The ``Store`` on one SQLite file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._connections: list[Any] = []
+        self._lock = threading.Lock()
+        self._erased = False
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = self._connection()
+        with self._immediate(db):
+            for statement in _SCHEMA.split(";\n"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        db.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1)")
+
+    # -- connections -------------------------------------------------------------------
+
+    def _connection(self) -> Any:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            try:
+                db = sqlite3.connect(
+                    str(self.path), isolation_level=None, timeout=60, check_same_thread=False
+                )
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot open the database at {self.path}: {exc}") from exc
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = FULL")
+            db.execute("PRAGMA secure_delete = ON")
+            db.execute("PRAGMA busy_timeout = 60000")
+            db.execute("PRAGMA foreign_keys = ON")
+            self._local.db = db
+            with self._lock:
+                self._connections.append(db)
+        return db
+
+    @contextmanager
+    def _immediate(self, db: Any) -> Iterator[None]:
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StorageError(f"the database is locked or unavailable: {exc}") from exc
+        try:
+            yield
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        else:
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                db.execute("ROLLBACK")
+                raise StorageError(f"the write could not be committed: {exc}") from exc
+
+    @contextmanager
+    def write(self, owner: str) -> Iterator[_Transaction]:
+        """Hold the database's write lock (and so ``owner``'s chain) for one transaction."""
+        db = self._connection()
+        self._erased = False
+        with self._immediate(db):
+            yield _Transaction(self, db, owner)
+        if self._erased:
+            self.compact()
+
+    # -- reads -------------------------------------------------------------------------
+
+    def _tip(self, db: Any, owner: str) -> Tip:
+        row = db.execute("SELECT length, head FROM heads WHERE owner = ?", (owner,)).fetchone()
+        return Tip(0, "") if row is None else Tip(row[0], row[1])
+
+    def _records(self, db: Any, owner: str, start: int) -> Iterator[Record]:
+        cursor = db.execute(
+            "SELECT seq, ts, content, source, tags, content_hash, prev_hash, hash, redacted, meta,"
+            " texts FROM ledger WHERE owner = ? AND seq >= ? ORDER BY seq",
+            (owner, start),
+        )
+        for row in cursor:
+            entry = Entry(
+                ts=row[1],
+                content=row[2],
+                source=row[3],
+                tags=tuple(json.loads(row[4])),
+                content_hash=row[5],
+                prev_hash=row[6],
+                hash=row[7],
+                redacted=bool(row[8]),
+            )
+            yield Record(row[0], entry, row[9], json.loads(row[10]) if row[10] else {})
+
+    def _get(self, db: Any, owner: str, memory_id: str) -> Memory | None:
+        row = db.execute(
+            "SELECT doc FROM memories WHERE owner = ? AND id = ?", (owner, memory_id)
+        ).fetchone()
+        return None if row is None else memory_from_dict(json.loads(row[0]))
+
+    def _put(self, db: Any, memory: Memory) -> None:
+        row = db.execute("SELECT rid FROM memories WHERE id = ?", (memory.id,)).fetchone()
+        values = (
+            memory.owner,
+            memory.status,
+            int(memory.retrievable),
+            memory.kind,
+            str(memory.scope),
+            memory.partition,
+            memory.sensitivity,
+            memory.seq,
+            memory.updated_at,
+            _memory_doc(memory),
+        )
+        if row is None:
+            cursor = db.execute(
+                "INSERT INTO memories (owner, status, retrievable, kind, scope, partition,"
+                " sensitivity, seq, updated_at, doc, id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (*values, memory.id),
+            )
+            rid = cursor.lastrowid
+        else:
+            rid = row[0]
+            db.execute(
+                "UPDATE memories SET owner = ?, status = ?, retrievable = ?, kind = ?, scope = ?,"
+                " partition = ?, sensitivity = ?, seq = ?, updated_at = ?, doc = ? WHERE rid = ?",
+                (*values, rid),
+            )
+            db.execute("DELETE FROM memory_fts WHERE rowid = ?", (rid,))
+        body = _fts_body(memory)
+        if body:
+            db.execute("INSERT INTO memory_fts (rowid, body) VALUES (?, ?)", (rid, body))
+
+    def tip(self, owner: str) -> Tip:
+        """An owner's chain length and head."""
+        return self._tip(self._connection(), owner)
+
+    def records(self, owner: str, start: int = 0) -> Iterator[Record]:
+        """An owner's stored rows in chain order."""
+        return self._records(self._connection(), owner, start)
+
+    def owners(self) -> list[str]:
+        """Every owner with a chain."""
+        return [r[0] for r in self._connection().execute("SELECT owner FROM heads ORDER BY owner")]
+
+    def get(self, owner: str, memory_id: str) -> Memory | None:
+        """One projected memory."""
+        return self._get(self._connection(), owner, memory_id)
+
+    def locate(self, memory_id: str) -> str | None:
+        """The owner of a memory id."""
+        row = (
+            self._connection()
+            .execute("SELECT owner FROM memories WHERE id = ?", (memory_id,))
+            .fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    def _where(self, owner: str, query: MemoryFilter, alias: str = "") -> tuple[str, list[Any]]:
+        p = f"{alias}." if alias else ""
+        clauses = [f"{p}owner = ?"]
+        params: list[Any] = [owner]
+        if query.statuses is not None:
+            clauses.append(f"{p}status IN ({','.join('?' * len(query.statuses))})")
+            params.extend(query.statuses)
+        if query.retrievable_only:
+            clauses.append(f"{p}retrievable = 1 AND {p}status = 'active'")
+        if query.kinds is not None:
+            clauses.append(f"{p}kind IN ({','.join('?' * len(query.kinds))})")
+            params.extend(query.kinds)
+        if query.scope is not None:
+            clauses.append(f"{p}scope = ?")
+            params.append(query.scope)
+        if query.partition is not None:
+            clauses.append(f"{p}partition = ?")
+            params.append(query.partition)
+        if not query.include_sensitive:
+            clauses.append(f"{p}sensitivity != 'sensitive'")
+        for tag in query.tags:
+            clauses.append(
+                f"EXISTS (SELECT 1 FROM json_each(json_extract({p}doc, '$.tags')) WHERE value = ?)"
+            )
+            params.append(tag)
+        return " AND ".join(clauses), params
+
+    def memories(self, owner: str, query: MemoryFilter) -> list[Memory]:
+        """Projected memories of one owner, newest first."""
+        where, params = self._where(owner, query)
+        sql = f"SELECT doc FROM memories WHERE {where} ORDER BY seq DESC"
+        if query.limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [query.limit, query.offset]
+        rows = self._connection().execute(sql, params)
+        return [memory_from_dict(json.loads(r[0])) for r in rows]
+
+    def count(self, owner: str, query: MemoryFilter) -> int:
+        """How many memories a filter matches."""
+        where, params = self._where(owner, query)
+        row = self._connection().execute(f"SELECT count(*) FROM memories WHERE {where}", params)
+        return int(row.fetchone()[0])
+
+    def projection(self, owner: str) -> dict[str, Memory]:
+        """The stored projection of one owner."""
+        rows = self._connection().execute("SELECT doc FROM memories WHERE owner = ?", (owner,))
+        memories = (memory_from_dict(json.loads(r[0])) for r in rows)
+        return {m.id: m for m in memories}
+
+    def replace_projection(self, owner: str, memories: Mapping[str, Memory]) -> None:
+        """Replace one owner's projection and full-text rows with recomputed ones."""
+        db = self._connection()
+        with self._immediate(db):
+            rids = [r[0] for r in db.execute("SELECT rid FROM memories WHERE owner = ?", (owner,))]
+            for rid in rids:
+                db.execute("DELETE FROM memory_fts WHERE rowid = ?", (rid,))
+            db.execute("DELETE FROM memories WHERE owner = ?", (owner,))
+            for memory in sorted(memories.values(), key=lambda m: m.seq):
+                self._put(db, memory)
+
+    def lexical(self, owner: str, match: str, limit: int, query: MemoryFilter) -> list[Hit]:
+        """Full-text candidates (bm25, lower is better in FTS5; returned negated)."""
+        where, params = self._where(owner, query, alias="m")
+        try:
+            rows = (
+                self._connection()
+                .execute(
+                    "SELECT m.id, bm25(memory_fts) AS score FROM memory_fts JOIN memories m"
+                    f" ON m.rid = memory_fts.rowid WHERE memory_fts MATCH ? AND {where}"
+                    " ORDER BY score LIMIT ?",
+                    [match, *params, limit],
+                )
+                .fetchall()
+            )
+        except sqlite3.OperationalError as exc:
+            raise StorageError(f"full-text query failed: {exc}", match=match) from exc
+        return [Hit(row[0], rank, -float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+    def compact(self) -> None:
+        """Truncate the WAL after an erasure so no old page image survives in it."""
+        db = self._connection()
+        db.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        for _ in range(50):
+            busy, _log, _done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return
+            threading.Event().wait(0.05)
+        raise StorageError(
+            "the write-ahead log could not be truncated because another connection is reading;"
+            " run `ledgermind verify` again when other processes have finished"
+        )
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
+        self._local = threading.local()
