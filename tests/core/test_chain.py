@@ -57,7 +57,7 @@ def test_redacting_then_tombstoning_reproduces_the_redaction_vector() -> None:
     )
     expected = VECTORS["after_redaction_and_audit"]
     assert [e.to_json() for e in [*redacted, tombstone]] == expected
-    assert [line for line in personaxis.encode([*redacted, tombstone]).decode().splitlines()] == [
+    assert list(personaxis.encode([*redacted, tombstone]).decode().splitlines()) == [
         json.dumps(item, ensure_ascii=False, separators=(",", ":")) for item in expected
     ]
 

@@ -85,7 +85,8 @@ def test_a_field_changed_behind_the_ledgers_back_fails_verify(memory: Memory) ->
     )
     report = memory.verify()[0]
     assert not report.ok
-    assert report.mismatch is not None and report.mismatch["field"] == "kind"
+    assert report.mismatch is not None
+    assert report.mismatch["field"] == "kind"
 
 
 def test_appending_to_a_tampered_chain_is_refused(memory: Memory) -> None:
