@@ -36,6 +36,7 @@ __all__ = [
     "Redaction",
     "RestoreBrief",
     "SessionDigest",
+    "StoredReply",
     "TurnWindow",
     "Unknown",
     "audit_drift",
@@ -200,6 +201,21 @@ class CreatedMemory:
 
     memory_id: str
     status: str
+
+
+@dataclass(frozen=True)
+class StoredReply:
+    """The first answer to a message: kept so a resent ``message_id`` gets the same bytes.
+
+    Keyed by (owner, message_id). ``request_checksum`` tells a true resend (same envelope) from
+    a reused id (different envelope). The request itself is never kept: it may hold what the
+    sender redacted.
+    """
+
+    owner: str
+    message_id: str
+    request_checksum: str
+    response: bytes
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ EVENTS: Final = (
     "redact",
     "expire",
     "export",
+    "checkpoint",
 )
 META_TAG: Final = "lm:meta:"
 EVENT_TAG: Final = "lm:event:"

@@ -164,6 +164,10 @@ def apply(memories: dict[str, Memory], record: Record, owner: str) -> None:
         )
         memories[event.memory] = _created(event, entry, record.seq, owner)
         return
+    if event.event == "checkpoint":
+        # A session checkpoint is part of the ledger, not a memory: no projection row. Its
+        # facts became memories through their own propose events.
+        return
     if event.event == "export":
         for memory_id in event.memories:
             current = memories.get(memory_id)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ledgermind.core.chain import Entry
+from ledgermind.core.checkpoints import StoredReply as StoredReply
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory
 
@@ -81,6 +82,14 @@ class Transaction(Protocol):
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         """The sanctioned rewrite of a row: its redacted entry and erased texts."""
+        ...
+
+    def find_reply(self, message_id: str) -> StoredReply | None:
+        """The stored first answer to a UAIX ``message_id`` sent for this owner, if any."""
+        ...
+
+    def save_reply(self, reply: StoredReply) -> None:
+        """Keep the first answer to a UAIX message (``reply.owner`` is this owner)."""
         ...
 
 

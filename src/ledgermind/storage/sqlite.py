@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ledgermind.core.chain import Entry
+from ledgermind.core.checkpoints import StoredReply
 from ledgermind.core.errors import StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
@@ -65,6 +66,13 @@ CREATE TABLE IF NOT EXISTS memories (
     doc TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memories_owner ON memories (owner, status, seq);
+CREATE TABLE IF NOT EXISTS checkpoint_replies (
+    owner TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    request_checksum TEXT NOT NULL,
+    response BLOB NOT NULL,
+    PRIMARY KEY (owner, message_id)
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
     body, tokenize = 'porter unicode61 remove_diacritics 2',
     content = '', contentless_delete = 1
@@ -143,6 +151,26 @@ class _Transaction:
             ),
         )
         self._store._erased = True
+
+    def find_reply(self, message_id: str) -> StoredReply | None:
+        row = self._db.execute(
+            "SELECT request_checksum, response FROM checkpoint_replies"
+            " WHERE owner = ? AND message_id = ?",
+            (self._owner, message_id),
+        ).fetchone()
+        return None if row is None else StoredReply(self._owner, message_id, row[0], bytes(row[1]))
+
+    def save_reply(self, reply: StoredReply) -> None:
+        if reply.owner != self._owner:
+            raise StorageError(
+                f"a reply for {reply.owner} cannot be kept while holding {self._owner}'s chain",
+                owner=reply.owner,
+            )
+        self._db.execute(
+            "INSERT INTO checkpoint_replies (owner, message_id, request_checksum, response)"
+            " VALUES (?,?,?,?)",
+            (reply.owner, reply.message_id, reply.request_checksum, reply.response),
+        )
 
 
 class SQLiteStore:

@@ -84,13 +84,17 @@ def handle_request(
     port: CheckpointPort,
     known_extensions: Collection[str] = KNOWN_EXTENSIONS,
     responder: Responder = DEFAULT_RESPONDER,
+    owner: str | None = None,
 ) -> bytes:
     """Answer one UAIX request envelope; the result is the canonical (JCS) response bytes.
 
-    ``caller`` is the principal the transport authenticated. Refusals are answers too
+    ``caller`` is the principal the transport authenticated; ``trust.principal`` must equal it.
+    ``owner`` is whose ledger the request reads and writes (default: the caller) — an agent
+    keeps checkpoints in its person's ledger, not its own. Refusals are answers too
     (``uai.error.v1`` envelopes), never exceptions; only errors of the port (storage) and a
     naive ``now`` raise.
     """
+    whose = caller if owner is None else owner
     if now.tzinfo is None:
         raise InvalidInputError("now must be timezone-aware", now=now.isoformat())
     try:
@@ -102,7 +106,7 @@ def handle_request(
         check_principal(request, caller)
     except LedgermindError as exc:
         return encode(_error(exc, request, reply_id, now, responder))
-    stored = port.find_reply(caller, request.message_id)
+    stored = port.find_reply(whose, request.message_id)
     if stored is not None:
         if stored.request_checksum == request.checksum:
             return stored.response
@@ -115,7 +119,7 @@ def handle_request(
     try:
         check_delivery(request, now)
         check_extensions(request, known_extensions)
-        result = _execute(request, caller=caller, now=now, port=port)
+        result = _execute(request, owner=whose, now=now, port=port)
         envelope = build_response(
             request.envelope, result, message_id=reply_id, now=now, responder=responder
         )
@@ -124,7 +128,7 @@ def handle_request(
             raise  # the port's own failure: not a refusal of this request
         envelope = _error(exc, request, reply_id, now, responder)
     answer = encode(envelope)
-    port.save_reply(StoredReply(caller, request.message_id, request.checksum, answer))
+    port.save_reply(StoredReply(whose, request.message_id, request.checksum, answer))
     return answer
 
 
@@ -171,16 +175,16 @@ def _details(exc: LedgermindError) -> dict[str, Any]:
 
 
 def _execute(
-    request: Request, *, caller: str, now: datetime, port: CheckpointPort
+    request: Request, *, owner: str, now: datetime, port: CheckpointPort
 ) -> dict[str, Any]:
     if request.intent == CHECKPOINT_CREATE:
-        return _create(request, caller=caller, now=now, port=port)
+        return _create(request, owner=owner, now=now, port=port)
     checkpoint_id = str(
         request.parameters.get("baseline_checkpoint_id")
         if request.intent == DRIFT_AUDIT
         else request.parameters.get("checkpoint_id")
     )
-    record = port.load_checkpoint(caller, checkpoint_id)
+    record = port.load_checkpoint(owner, checkpoint_id)
     if record is None:
         raise NotFoundError(
             f"no checkpoint {checkpoint_id!r} for this principal; use the checkpoint_id a "
@@ -190,12 +194,10 @@ def _execute(
         )
     if request.intent == DRIFT_AUDIT:
         return _drift(request, record)
-    return _restore(request, record, caller=caller, port=port)
+    return _restore(request, record, owner=owner, port=port)
 
 
-def _create(
-    request: Request, *, caller: str, now: datetime, port: CheckpointPort
-) -> dict[str, Any]:
+def _create(request: Request, *, owner: str, now: datetime, port: CheckpointPort) -> dict[str, Any]:
     sent = request.parameters
     redactions = tuple(Redaction(r["field"], r["reason"]) for r in sent.get("redactions", ()))
     kept = apply_redactions(sent, [r.field for r in redactions])
@@ -207,11 +209,11 @@ def _create(
         if ("stable_facts",) not in removed and ("stable_facts", index) not in removed
     ]
     facts = list(kept.get("stable_facts", ()))
-    checkpoint_id = checkpoint_id_for(caller, request.message_id)
+    checkpoint_id = checkpoint_id_for(owner, request.message_id)
     review = _REVIEW in request.constraints
     created = list(
         port.propose_memories(
-            caller, [MemoryProposal(fact, checkpoint_id, review_required=review) for fact in facts]
+            owner, [MemoryProposal(fact, checkpoint_id, review_required=review) for fact in facts]
         )
     )
     if len(created) != len(facts):
@@ -219,7 +221,7 @@ def _create(
     window = kept.get("turn_window")
     record = CheckpointRecord(
         checkpoint_id=checkpoint_id,
-        owner=caller,
+        owner=owner,
         created_at=now,
         source_message_id=request.message_id,
         session_id=kept.get("session_id"),
@@ -299,10 +301,10 @@ def _drift(request: Request, record: CheckpointRecord) -> dict[str, Any]:
 
 
 def _restore(
-    request: Request, record: CheckpointRecord, *, caller: str, port: CheckpointPort
+    request: Request, record: CheckpointRecord, *, owner: str, port: CheckpointPort
 ) -> dict[str, Any]:
     linked = frozenset(f.memory_id for f in record.stable_facts if f.memory_id is not None)
-    views = port.list_memories(caller, linked_ids=linked)
+    views = port.list_memories(owner, linked_ids=linked)
     brief = compose_restore_brief(
         record,
         views,

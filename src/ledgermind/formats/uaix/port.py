@@ -12,23 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ledgermind.core.checkpoints import CheckpointRecord, CreatedMemory, MemoryProposal, MemoryView
+from ledgermind.core.checkpoints import (
+    CheckpointRecord,
+    CreatedMemory,
+    MemoryProposal,
+    MemoryView,
+    StoredReply,
+)
 
 __all__ = ["CheckpointPort", "InMemoryCheckpointPort", "StoredReply"]
-
-
-@dataclass(frozen=True)
-class StoredReply:
-    """The first answer to a message: kept so a resent ``message_id`` gets the same bytes.
-
-    ``request_checksum`` tells a true resend (same envelope) from a reused id (different
-    envelope). The request itself is never kept: it may hold what the sender redacted.
-    """
-
-    owner: str
-    message_id: str
-    request_checksum: str
-    response: bytes
 
 
 class CheckpointPort(Protocol):
