@@ -10,7 +10,10 @@ import pytest
 
 from ledgermind.config import load_policy
 from ledgermind.service.memory import Memory
+from ledgermind.storage.base import Store
+from ledgermind.storage.postgres import PostgresStore
 from ledgermind.storage.sqlite import SQLiteStore
+from tests.pg import TestServer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -41,3 +44,54 @@ def memory(home: Path, clock: StepClock) -> Iterator[Memory]:
     store = SQLiteStore(home / "ledgermind.db")
     with Memory(store, policy=load_policy(None), principal="human:alice", clock=clock) as m:
         yield m
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestServer]:
+    """One PostgreSQL with pgvector for the session, on a unix socket; stopped at the end."""
+    server = TestServer(tmp_path_factory.mktemp("pg") / "data")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: TestServer) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for one test."""
+    url = pg_server.create()
+    try:
+        yield url
+    finally:
+        pg_server.drop(url)
+
+
+def open_backend(backend: str, home: Path, pg_url: str | None) -> Store:
+    """A store of the named backend: SQLite under ``home`` or the given PostgreSQL database."""
+    if backend == "sqlite":
+        return SQLiteStore(home / "ledgermind.db")
+    assert pg_url is not None
+    return PostgresStore(pg_url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The storage backend a test runs on; every such test runs on both."""
+    return str(request.param)
+
+
+@pytest.fixture
+def any_store(backend: str, home: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """A fresh store of each backend."""
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    store = open_backend(backend, home, url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def any_memory(any_store: Store, clock: StepClock) -> Memory:
+    """The facade over a fresh store of each backend."""
+    return Memory(any_store, policy=load_policy(None), principal="human:alice", clock=clock)

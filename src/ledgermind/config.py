@@ -26,6 +26,7 @@ from ledgermind.core.errors import InvalidInputError
 from ledgermind.core.policy import Policy
 from ledgermind.core.records import check_principal
 from ledgermind.service.memory import Clock, Memory, utc_now
+from ledgermind.storage.base import Store
 
 DATABASE_NAME = "ledgermind.db"
 
@@ -105,11 +106,34 @@ class Settings:
         )
 
 
-def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
-    """The composition root: a store, a policy and the facade over them."""
+def open_store(location: str | Path, *, dimension: int | None = None) -> Store:
+    """A store for a database URL or path.
+
+    ``postgresql://…`` (or ``postgres://…``) opens PostgreSQL — the optional extra
+    ``ledgermind[postgres]``; ``sqlite:///path`` or a plain file path opens SQLite.
+    """
+    text = str(location)
+    if text.startswith(("postgresql://", "postgres://")):
+        try:
+            from ledgermind.storage.postgres import PostgresStore
+        except ImportError as exc:
+            raise InvalidInputError(
+                "the PostgreSQL backend needs its extra: pip install 'ledgermind[postgres]'"
+            ) from exc
+        return PostgresStore(text, dimension=dimension)
+    if "://" in text and not text.startswith("sqlite:///"):
+        raise InvalidInputError(
+            f"unsupported database URL {text.split('://')[0]}://…;"
+            " use postgresql://…, sqlite:///PATH or a file path"
+        )
     from ledgermind.storage.sqlite import SQLiteStore
 
-    store = SQLiteStore(settings.home / DATABASE_NAME)
+    return SQLiteStore(Path(text.removeprefix("sqlite:///")).expanduser())
+
+
+def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
+    """The composition root: a store, a policy and the facade over them."""
+    store = open_store(settings.database_url or settings.home / DATABASE_NAME)
     return Memory(
         store, policy=load_policy(settings.policy_path), principal=settings.principal, clock=clock
     )

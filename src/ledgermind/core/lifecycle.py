@@ -118,6 +118,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> Memory:
         redacted=redacted,
         recorded_at=f.get("recorded_at"),
         extra=f.get("extra", {}),
+        stamps=f.get("stamps", {}),
         entry_hash=entry.hash,
         seq=seq,
     )

@@ -1,0 +1,537 @@
+"""The server backend: PostgreSQL with pgvector, any number of processes writing at once.
+
+Appends to one owner's chain are serialised by a row lock on that owner's ``heads`` row
+(inserted if missing, then ``SELECT … FOR UPDATE``); different owners never wait for each
+other. Every table is keyed by owner first, so the schema distributes by owner on Citus.
+Full text is PostgreSQL's own (``tsvector`` + GIN); vectors are pgvector with an HNSW index
+once the embedder's dimension is known. Schema migrations are the numbered files in
+``storage/migrations/postgres`` and are applied on start under an advisory lock.
+
+Erasure: after a transaction that erased text commits, :meth:`PostgresStore.compact`
+rewrites the tables the text lived in (``VACUUM FULL``: heap, TOAST and every index are
+written anew and the old files unlinked). What remains in WAL and backups is stated in
+docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from importlib import resources
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from ledgermind.core.chain import Entry, sha256_hex
+from ledgermind.core.checkpoints import StoredReply
+from ledgermind.core.errors import InvalidInputError, StorageError
+from ledgermind.core.events import Record
+from ledgermind.core.records import Memory, memory_from_dict
+from ledgermind.storage.base import Hit, MemoryFilter, Tip
+
+TEXT_SEARCH_CONFIG = "english"
+# Tables that hold erasable text; compact() rewrites them after an erasure.
+ERASABLE_TABLES = ("ledger", "memories")
+_MIGRATION_LOCK = 0x6C6D5F6D6967  # "lm_mig": one migrator at a time
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_MATCH_TERM = re.compile(r'"((?:[^"]|"")*)"(\*?)')
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """The numbered schema migrations shipped in the package: (version, name, SQL)."""
+    folder = resources.files("ledgermind.storage").joinpath("migrations/postgres")
+    out = []
+    for item in folder.iterdir():
+        found = _MIGRATION_NAME.match(item.name)
+        if found:
+            out.append((int(found.group(1)), item.name, item.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def match_terms(match: str | Sequence[str]) -> list[tuple[str, bool]]:
+    """The terms of a lexical query and whether each is a prefix.
+
+    Accepts the backend-neutral form (a sequence of words; a trailing ``*`` marks a
+    prefix) or the FTS5 expression the service builds today (quoted terms, optionally
+    followed by ``*``, joined by ``OR``).
+    """
+    if isinstance(match, str):
+        return [
+            (m.group(1).replace('""', '"'), bool(m.group(2))) for m in _MATCH_TERM.finditer(match)
+        ]
+    return [(t.rstrip("*"), t.endswith("*")) for t in match if t.rstrip("*")]
+
+
+def tsquery_text(terms: Sequence[tuple[str, bool]]) -> str:
+    """A ``to_tsquery`` input ORing the terms, each quoted so no input reaches its syntax."""
+    parts = []
+    for term, prefix in terms:
+        quoted = "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+        parts.append(quoted + (":*" if prefix else ""))
+    return " | ".join(parts)
+
+
+def _doc(memory: Memory) -> str:
+    return json.dumps(memory.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _body(memory: Memory) -> str:
+    return " ".join(part for part in (memory.title, memory.content, " ".join(memory.tags)) if part)
+
+
+def _texts(texts: Mapping[str, str]) -> str | None:
+    return json.dumps(dict(texts), ensure_ascii=False) if texts else None
+
+
+def _vector(embedding: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in embedding) + "]"
+
+
+class _Transaction:
+    """An open write on one owner's chain, holding the owner's ``heads`` row lock."""
+
+    def __init__(self, store: PostgresStore, connection: psycopg.Connection[Any], owner: str):
+        self._store = store
+        self._db = connection
+        self._owner = owner
+        self.erased = False
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    def tip(self) -> Tip:
+        return self._store._tip(self._db, self._owner)
+
+    def records(self, start: int = 0) -> Iterator[Record]:
+        return self._store._records(self._db, self._owner, start)
+
+    def get(self, memory_id: str) -> Memory | None:
+        return self._store._get(self._db, self._owner, memory_id)
+
+    def append(self, entry: Entry, meta: str | None, texts: Mapping[str, str]) -> int:
+        tip = self.tip()
+        self._db.execute(
+            "INSERT INTO ledger (owner, seq, ts, content, source, tags, content_hash, prev_hash,"
+            " hash, redacted, meta, texts) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            (
+                self._owner,
+                tip.length,
+                entry.ts,
+                entry.content,
+                entry.source,
+                json.dumps(list(entry.tags), ensure_ascii=False),
+                entry.content_hash,
+                entry.prev_hash,
+                entry.hash,
+                entry.redacted,
+                meta,
+                _texts(texts),
+            ),
+        )
+        self._db.execute(
+            "UPDATE heads SET length = %s, head = %s WHERE owner = %s",
+            (tip.length + 1, entry.hash, self._owner),
+        )
+        return tip.length
+
+    def put(self, memory: Memory, embedding: Sequence[float] | None = None) -> None:
+        if memory.owner != self._owner:
+            raise InvalidInputError(
+                f"memory {memory.id} belongs to {memory.owner}, not {self._owner}", id=memory.id
+            )
+        self._store._put(self._db, memory, embedding)
+
+    def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
+        self._db.execute(
+            "UPDATE ledger SET content = %s, redacted = %s, texts = %s WHERE owner = %s AND seq = %s",
+            (entry.content, entry.redacted, _texts(texts), self._owner, seq),
+        )
+        self.erased = True
+
+    def rewrite(self, seq: int, entry: Entry) -> None:
+        self._db.execute(
+            "UPDATE ledger SET ts = %s, content = %s, source = %s, tags = %s, content_hash = %s,"
+            " prev_hash = %s, hash = %s, redacted = %s WHERE owner = %s AND seq = %s",
+            (
+                entry.ts,
+                entry.content,
+                entry.source,
+                json.dumps(list(entry.tags), ensure_ascii=False),
+                entry.content_hash,
+                entry.prev_hash,
+                entry.hash,
+                entry.redacted,
+                self._owner,
+                seq,
+            ),
+        )
+        self._db.execute(
+            "UPDATE heads SET head = %s WHERE owner = %s AND length = %s",
+            (entry.hash, self._owner, seq + 1),
+        )
+
+    def find_reply(self, message_id: str) -> StoredReply | None:
+        row = self._db.execute(
+            "SELECT request_checksum, response FROM checkpoint_replies"
+            " WHERE owner = %s AND message_id = %s",
+            (self._owner, message_id),
+        ).fetchone()
+        return None if row is None else StoredReply(self._owner, message_id, row[0], bytes(row[1]))
+
+    def save_reply(self, reply: StoredReply) -> None:
+        if reply.owner != self._owner:
+            raise StorageError(
+                f"a reply for {reply.owner} cannot be kept while holding {self._owner}'s chain",
+                owner=reply.owner,
+            )
+        self._db.execute(
+            "INSERT INTO checkpoint_replies (owner, message_id, request_checksum, response)"
+            " VALUES (%s, %s, %s, %s)",
+            (reply.owner, reply.message_id, reply.request_checksum, reply.response),
+        )
+
+
+class PostgresStore:
+    """The ``Store`` on a PostgreSQL database (``postgresql://…``)."""
+
+    def __init__(
+        self, url: str, *, dimension: int | None = None, compact_after_erase: bool = True
+    ) -> None:
+        self.url = url
+        self.dimension = dimension
+        self.compact_after_erase = compact_after_erase
+        self._local = threading.local()
+        self._connections: list[psycopg.Connection[Any]] = []
+        self._lock = threading.Lock()
+        self.migrate()
+        if dimension is not None:
+            self._ensure_vector_index(dimension)
+
+    # -- connections and schema ----------------------------------------------------------
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        db: psycopg.Connection[Any] | None = getattr(self._local, "db", None)
+        if db is None or db.closed:
+            try:
+                db = psycopg.connect(self.url, autocommit=True)
+            except psycopg.Error as exc:
+                raise StorageError(f"cannot connect to the database: {exc}") from exc
+            self._local.db = db
+            with self._lock:
+                self._connections.append(db)
+        return db
+
+    def schema_version(self) -> int:
+        """The highest migration applied to the database (0 for a fresh one)."""
+        db = self._connection()
+        found = db.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
+        if not (found and found[0]):
+            return 0
+        row = db.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+        return int(row[0]) if row else 0
+
+    def migrate(self) -> list[int]:
+        """Apply every shipped migration the database lacks; returns the versions applied."""
+        db = self._connection()
+        applied: list[int] = []
+        try:
+            with db.transaction():
+                db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY,"
+                    " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+                done = {r[0] for r in db.execute("SELECT version FROM schema_version")}
+                for version, name, text in migrations():
+                    if version in done:
+                        continue
+                    db.execute(text.encode("utf-8"))
+                    db.execute(
+                        "INSERT INTO schema_version (version, name) VALUES (%s, %s)",
+                        (version, name),
+                    )
+                    applied.append(version)
+        except psycopg.Error as exc:
+            raise StorageError(f"the database schema could not be migrated: {exc}") from exc
+        return applied
+
+    def _ensure_vector_index(self, dimension: int) -> None:
+        name = f"memories_embedding_{dimension}"
+        self._connection().execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON memories USING hnsw"
+                " ((embedding::vector({})) vector_cosine_ops) WHERE embedding IS NOT NULL"
+            ).format(sql.Identifier(name), sql.Literal(dimension))
+        )
+
+    # -- writes ----------------------------------------------------------------------------
+
+    @contextmanager
+    def write(self, owner: str) -> Iterator[_Transaction]:
+        """Lock ``owner``'s heads row for one transaction; other owners proceed in parallel."""
+        db = self._connection()
+        tx: _Transaction | None = None
+        try:
+            with db.transaction():
+                db.execute(
+                    "INSERT INTO heads (owner, length, head) VALUES (%s, 0, '')"
+                    " ON CONFLICT (owner) DO NOTHING",
+                    (owner,),
+                )
+                db.execute("SELECT 1 FROM heads WHERE owner = %s FOR UPDATE", (owner,))
+                tx = _Transaction(self, db, owner)
+                yield tx
+        except psycopg.Error as exc:
+            raise StorageError(f"the write could not be committed: {exc}", owner=owner) from exc
+        if tx is not None and tx.erased and self.compact_after_erase:
+            self.compact()
+
+    def _put(
+        self, db: psycopg.Connection[Any], memory: Memory, embedding: Sequence[float] | None
+    ) -> None:
+        # Without a new embedding the stored one is kept while the text is unchanged and
+        # dropped when it changed (an erased text leaves no vector behind).
+        digest = sha256_hex(_body(memory))
+        vector = None if embedding is None else _vector(embedding)
+        db.execute(
+            "INSERT INTO memories AS m (owner, id, status, retrievable, kind, scope, partition,"
+            " sensitivity, tags, seq, updated_at, digest, doc, body, embedding) VALUES"
+            " (%(owner)s, %(id)s, %(status)s, %(retrievable)s, %(kind)s, %(scope)s,"
+            " %(partition)s, %(sensitivity)s, %(tags)s, %(seq)s, %(updated_at)s, %(digest)s,"
+            " %(doc)s, to_tsvector(%(config)s::regconfig, %(body)s), %(vector)s::vector)"
+            " ON CONFLICT (owner, id) DO UPDATE SET status = excluded.status,"
+            " retrievable = excluded.retrievable, kind = excluded.kind, scope = excluded.scope,"
+            " partition = excluded.partition, sensitivity = excluded.sensitivity,"
+            " tags = excluded.tags, seq = excluded.seq, updated_at = excluded.updated_at,"
+            " digest = excluded.digest, doc = excluded.doc, body = excluded.body,"
+            " embedding = coalesce(excluded.embedding,"
+            " CASE WHEN m.digest = excluded.digest THEN m.embedding END)",
+            {
+                "owner": memory.owner,
+                "id": memory.id,
+                "status": memory.status,
+                "retrievable": memory.retrievable,
+                "kind": memory.kind,
+                "scope": str(memory.scope),
+                "partition": memory.partition,
+                "sensitivity": memory.sensitivity,
+                "tags": list(memory.tags),
+                "seq": memory.seq,
+                "updated_at": memory.updated_at,
+                "digest": digest,
+                "doc": _doc(memory),
+                "config": TEXT_SEARCH_CONFIG,
+                "body": _body(memory),
+                "vector": vector,
+            },
+        )
+
+    def replace_projection(self, owner: str, memories: Mapping[str, Memory]) -> None:
+        """Replace one owner's projection and indexes with recomputed ones."""
+        db = self._connection()
+        with db.transaction():
+            db.execute("DELETE FROM memories WHERE owner = %s", (owner,))
+            for memory in sorted(memories.values(), key=lambda m: m.seq):
+                self._put(db, memory, None)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def _tip(self, db: psycopg.Connection[Any], owner: str) -> Tip:
+        row = db.execute("SELECT length, head FROM heads WHERE owner = %s", (owner,)).fetchone()
+        return Tip(0, "") if row is None else Tip(int(row[0]), str(row[1]))
+
+    def _records(self, db: psycopg.Connection[Any], owner: str, start: int) -> Iterator[Record]:
+        cursor = db.execute(
+            "SELECT seq, ts, content, source, tags, content_hash, prev_hash, hash, redacted, meta,"
+            " texts FROM ledger WHERE owner = %s AND seq >= %s ORDER BY seq",
+            (owner, start),
+        )
+        for row in cursor:
+            entry = Entry(
+                ts=row[1],
+                content=row[2],
+                source=row[3],
+                tags=tuple(row[4]),
+                content_hash=row[5],
+                prev_hash=row[6],
+                hash=row[7],
+                redacted=bool(row[8]),
+            )
+            yield Record(int(row[0]), entry, row[9], json.loads(row[10]) if row[10] else {})
+
+    def _get(self, db: psycopg.Connection[Any], owner: str, memory_id: str) -> Memory | None:
+        row = db.execute(
+            "SELECT doc FROM memories WHERE owner = %s AND id = %s", (owner, memory_id)
+        ).fetchone()
+        return None if row is None else memory_from_dict(json.loads(row[0]))
+
+    def tip(self, owner: str) -> Tip:
+        """An owner's chain length and head."""
+        return self._tip(self._connection(), owner)
+
+    def records(self, owner: str, start: int = 0) -> Iterator[Record]:
+        """An owner's stored rows in chain order."""
+        return self._records(self._connection(), owner, start)
+
+    def owners(self) -> list[str]:
+        """Every owner with a non-empty chain."""
+        rows = self._connection().execute(
+            'SELECT owner FROM heads WHERE length > 0 ORDER BY owner COLLATE "C"'
+        )
+        return [str(r[0]) for r in rows]
+
+    def get(self, owner: str, memory_id: str) -> Memory | None:
+        """One projected memory."""
+        return self._get(self._connection(), owner, memory_id)
+
+    def locate(self, memory_id: str) -> str | None:
+        """The owner of a memory id — the one query that crosses owners (a cold path)."""
+        row = (
+            self._connection()
+            .execute(
+                'SELECT owner FROM memories WHERE id = %s ORDER BY owner COLLATE "C" LIMIT 1',
+                (memory_id,),
+            )
+            .fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def _where(owner: str, query: MemoryFilter) -> tuple[sql.Composable, list[Any]]:
+        clauses: list[sql.Composable] = [sql.SQL("owner = %s")]
+        params: list[Any] = [owner]
+        if query.statuses is not None:
+            clauses.append(sql.SQL("status = ANY(%s)"))
+            params.append(list(query.statuses))
+        if query.retrievable_only:
+            clauses.append(sql.SQL("retrievable AND status = 'active'"))
+        if query.kinds is not None:
+            clauses.append(sql.SQL("kind = ANY(%s)"))
+            params.append(list(query.kinds))
+        if query.scope is not None:
+            clauses.append(sql.SQL("scope = %s"))
+            params.append(query.scope)
+        if query.partition is not None:
+            clauses.append(sql.SQL("partition = %s"))
+            params.append(query.partition)
+        if not query.include_sensitive:
+            clauses.append(sql.SQL("sensitivity <> 'sensitive'"))
+        if query.tags:
+            clauses.append(sql.SQL("tags @> %s"))
+            params.append(list(query.tags))
+        return sql.SQL(" AND ").join(clauses), params
+
+    def memories(self, owner: str, query: MemoryFilter) -> list[Memory]:
+        """Projected memories of one owner, newest first."""
+        where, params = self._where(owner, query)
+        statement = sql.SQL(
+            'SELECT doc FROM memories WHERE {} ORDER BY seq DESC, id COLLATE "C" DESC'
+        ).format(where)
+        if query.limit is not None:
+            statement = sql.SQL("{} LIMIT %s OFFSET %s").format(statement)
+            params += [query.limit, query.offset]
+        rows = self._connection().execute(statement, params)
+        return [memory_from_dict(json.loads(r[0])) for r in rows]
+
+    def count(self, owner: str, query: MemoryFilter) -> int:
+        """How many memories a filter matches."""
+        where, params = self._where(owner, query)
+        row = (
+            self._connection()
+            .execute(sql.SQL("SELECT count(*) FROM memories WHERE {}").format(where), params)
+            .fetchone()
+        )
+        return int(row[0]) if row else 0
+
+    def projection(self, owner: str) -> dict[str, Memory]:
+        """The stored projection of one owner."""
+        rows = self._connection().execute("SELECT doc FROM memories WHERE owner = %s", (owner,))
+        memories = (memory_from_dict(json.loads(r[0])) for r in rows)
+        return {m.id: m for m in memories}
+
+    def lexical(
+        self, owner: str, match: str | Sequence[str], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Full-text candidates ranked by ``ts_rank_cd`` (higher is better)."""
+        terms = match_terms(match)
+        if not terms:
+            return []
+        where, params = self._where(owner, query)
+        statement = sql.SQL(
+            "SELECT id, ts_rank_cd(body, q) AS score FROM memories,"
+            " to_tsquery(%s::regconfig, %s) AS q WHERE body @@ q AND {}"
+            ' ORDER BY score DESC, seq DESC, id COLLATE "C" LIMIT %s'
+        ).format(where)
+        try:
+            rows = (
+                self._connection()
+                .execute(statement, [TEXT_SEARCH_CONFIG, tsquery_text(terms), *params, limit])
+                .fetchall()
+            )
+        except psycopg.Error as exc:
+            raise StorageError(f"full-text query failed: {exc}", match=str(match)) from exc
+        return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+    def vector(
+        self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Nearest memories by cosine similarity (higher is better), via HNSW when indexed."""
+        where, params = self._where(owner, query)
+        dimension = len(embedding)
+        statement = sql.SQL(
+            "SELECT id, 1 - (embedding::vector({dim}) <=> %s::vector({dim})) AS score"
+            " FROM memories WHERE embedding IS NOT NULL AND {where}"
+            " ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+        ).format(dim=sql.Literal(dimension), where=where)
+        literal = _vector(embedding)
+        rows = self._connection().execute(statement, [literal, *params, literal, limit]).fetchall()
+        return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def relation_files(self) -> dict[str, str]:
+        """Each erasable table's relations (heap, TOAST, indexes) → file path in the data dir."""
+        rows = self._connection().execute(
+            "SELECT c.relname, pg_relation_filepath(c.oid) FROM pg_class c"
+            " WHERE c.oid IN ("
+            "  SELECT t.oid FROM pg_class t WHERE t.relname = ANY(%(t)s)"
+            "  UNION SELECT t.reltoastrelid FROM pg_class t WHERE t.relname = ANY(%(t)s)"
+            "  UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid"
+            "   WHERE t.relname = ANY(%(t)s)"
+            "  UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.reltoastrelid ="
+            "   i.indrelid WHERE t.relname = ANY(%(t)s))"
+            " AND pg_relation_filepath(c.oid) IS NOT NULL",
+            {"t": list(ERASABLE_TABLES)},
+        )
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def compact(self) -> None:
+        """Rewrite the tables erased text lived in, so no dead tuple or index page keeps it.
+
+        ``VACUUM FULL`` writes each table, its TOAST table and all its indexes into new
+        files and unlinks the old ones (a plain VACUUM only marks dead space reusable).
+        It briefly locks the table; see docs/operations.md for the trade-off.
+        """
+        db = self._connection()
+        try:
+            for table in ERASABLE_TABLES:
+                db.execute(sql.SQL("VACUUM (FULL) {}").format(sql.Identifier(table)))
+        except psycopg.Error as exc:
+            raise StorageError(f"the erasure maintenance could not run: {exc}") from exc
+        # The old files are truncated at commit and unlinked at the next checkpoint; ask for
+        # one now when the role may (superuser or pg_checkpoint), else the server's own comes.
+        with suppress(psycopg.errors.InsufficientPrivilege):
+            db.execute("CHECKPOINT")
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
+        self._local = threading.local()

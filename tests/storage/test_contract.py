@@ -1,0 +1,266 @@
+"""The storage contract: every backend passes the same tests (SQLite and PostgreSQL).
+
+Each test takes ``any_store``, which is parametrised over both backends, so a behaviour
+the embedded store has and the server store lacks fails here.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from ledgermind.config import load_policy
+from ledgermind.core.chain import REDACTED_MARKER, make_entry, redact_entry, verify
+from ledgermind.core.checkpoints import StoredReply
+from ledgermind.core.events import Record, verify_records
+from ledgermind.service.memory import Memory
+from ledgermind.service.recall import fts_match
+from ledgermind.storage.base import MemoryFilter, Store, Tip
+from ledgermind.storage.postgres import PostgresStore
+from tests.conftest import StepClock
+
+ALICE, BOB = "human:alice", "human:bob"
+
+
+def facade(store: Store) -> Memory:
+    return Memory(store, policy=load_policy(None), principal=ALICE, clock=StepClock())
+
+
+def append_plain(
+    store: Store, owner: str, content: str, texts: dict[str, str] | None = None
+) -> int:
+    with store.write(owner) as tx:
+        tip = tx.tip()
+        entry = make_entry(
+            ts="2026-11-29T10:00:00.000Z",
+            content=content,
+            source="user",
+            tags=("note",),
+            prev_hash=tip.head,
+        )
+        return tx.append(entry, None, texts or {})
+
+
+def stored_files(store: Store) -> list[Path]:
+    """Every file that holds the store's data: the SQLite directory, or the PG relations."""
+    if isinstance(store, PostgresStore):
+        db = store._connection()
+        row = db.execute("SHOW data_directory").fetchone()
+        assert row is not None
+        base = Path(row[0])
+        files = []
+        for relative in store.relation_files().values():
+            files.extend(p for p in base.glob(relative + "*") if p.is_file())
+        assert files
+        return files
+    return [p for p in Path(store.path).parent.rglob("*") if p.is_file()]  # type: ignore[attr-defined]
+
+
+def test_an_unknown_owner_has_an_empty_chain(any_store: Store) -> None:
+    assert any_store.tip("human:nobody") == Tip(0, "")
+    assert list(any_store.records("human:nobody")) == []
+    assert any_store.owners() == []
+
+
+def test_appended_rows_come_back_verbatim_in_chain_order(any_store: Store) -> None:
+    with any_store.write(ALICE) as tx:
+        first = make_entry(
+            ts="2026-11-29T10:00:00.000Z", content="héllo ✓", source="user", tags=("a", "b"),
+            prev_hash="",
+        )  # fmt: skip
+        assert tx.append(first, '{"v":1}', {"reason": "why ✓"}) == 0
+        second = make_entry(
+            ts="2026-11-29T10:00:00.001Z",
+            content="two",
+            source="tool",
+            tags=(),
+            prev_hash=first.hash,
+        )
+        assert tx.append(second, None, {}) == 1
+        assert tx.tip() == Tip(2, second.hash)
+    assert any_store.tip(ALICE) == Tip(2, second.hash)
+    rows = list(any_store.records(ALICE))
+    assert rows == [Record(0, first, '{"v":1}', {"reason": "why ✓"}), Record(1, second, None, {})]
+    assert [r.seq for r in any_store.records(ALICE, 1)] == [1]
+    assert any_store.owners() == [ALICE]
+
+
+def test_a_write_that_raises_leaves_nothing_behind(any_store: Store) -> None:
+    append_plain(any_store, ALICE, "kept")
+    before = any_store.tip(ALICE)
+    entry = make_entry(
+        ts="2026-11-29T10:00:00.000Z", content="lost", source="user", tags=(), prev_hash=before.head
+    )
+
+    def failing_write(owner: str) -> None:
+        with any_store.write(owner) as tx:
+            if owner == ALICE:
+                tx.append(entry, None, {})
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        failing_write(ALICE)
+    assert any_store.tip(ALICE) == before
+    assert [r.entry.content for r in any_store.records(ALICE)] == ["kept"]
+    with pytest.raises(RuntimeError):
+        failing_write(BOB)
+    assert any_store.owners() == [ALICE]
+
+
+def test_verification_continues_incrementally_from_a_known_head(any_store: Store) -> None:
+    for i in range(5):
+        append_plain(any_store, ALICE, f"row {i}")
+    whole = verify_records(any_store.records(ALICE))
+    assert whole.ok
+    assert whole.length == 5
+    rows = list(any_store.records(ALICE))
+    tail = verify_records(any_store.records(ALICE, 3), start_index=3, prev_hash=rows[2].entry.hash)
+    assert tail.ok
+    assert tail.head == whole.head
+
+
+def test_concurrent_appends_from_threads_keep_one_linear_chain(any_store: Store) -> None:
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(8):
+                append_plain(any_store, ALICE, f"thread {n} row {i}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    result = verify_records(any_store.records(ALICE))
+    assert result.ok
+    assert result.length == 32
+    assert any_store.tip(ALICE) == Tip(32, result.head)
+
+
+def test_projection_lists_counts_and_filters(any_store: Store) -> None:
+    memory = facade(any_store)
+    a = memory.remember("I like green tea", kind="preference", tags=["drinks"])
+    b = memory.remember("Project alpha ships in May", scope="project:alpha", partition="work")
+    c = memory.remember("My blood type is O", topic="health")
+    memory.forget(a.id)
+    everything = any_store.memories(ALICE, MemoryFilter())
+    by_seq = sorted(any_store.projection(ALICE).values(), key=lambda m: (m.seq, m.id))
+    assert [m.id for m in everything] == [m.id for m in reversed(by_seq)]
+    assert any_store.count(ALICE, MemoryFilter()) == 3
+    assert any_store.count(ALICE, MemoryFilter(statuses=("forgotten",))) == 1
+    assert [m.id for m in any_store.memories(ALICE, MemoryFilter(kinds=("preference",)))] == [a.id]
+    assert [m.id for m in any_store.memories(ALICE, MemoryFilter(scope="project:alpha"))] == [b.id]
+    assert [m.id for m in any_store.memories(ALICE, MemoryFilter(partition="work"))] == [b.id]
+    assert [m.id for m in any_store.memories(ALICE, MemoryFilter(tags=("drinks",)))] == [a.id]
+    retrievable = any_store.memories(ALICE, MemoryFilter(retrievable_only=True))
+    assert c.status == "proposed"  # health asks first
+    assert [m.id for m in retrievable] == [b.id]
+    no_sensitive = any_store.memories(ALICE, MemoryFilter(include_sensitive=False))
+    assert c.id not in {m.id for m in no_sensitive}
+    page = any_store.memories(ALICE, MemoryFilter(limit=1, offset=1))
+    assert [m.id for m in page] == [everything[1].id]
+    got = any_store.get(ALICE, b.id)
+    assert got is not None
+    assert got.to_dict() == any_store.projection(ALICE)[b.id].to_dict()
+
+
+def test_replace_projection_swaps_rows_and_index(any_store: Store) -> None:
+    memory = facade(any_store)
+    kept = memory.remember("The cat is called Miso")
+    dropped = memory.remember("The dog is called Pixel")
+    projection = any_store.projection(ALICE)
+    any_store.replace_projection(ALICE, {kept.id: projection[kept.id]})
+    assert set(any_store.projection(ALICE)) == {kept.id}
+    assert any_store.get(ALICE, dropped.id) is None
+    match = fts_match("pixel miso")
+    assert match is not None
+    hits = any_store.lexical(ALICE, match, 10, MemoryFilter())
+    assert [h.memory_id for h in hits] == [kept.id]
+
+
+def test_lexical_search_ranks_matches_and_honours_filters(any_store: Store) -> None:
+    memory = facade(any_store)
+    tea = memory.remember("I drink green tea every morning", tags=["drinks"])
+    coffee = memory.remember("Coffee gives me headaches", tags=["drinks"])
+    memory.remember("Project alpha ships in May", scope="project:alpha")
+    both = memory.remember("Tea or coffee, tea wins", kind="preference")
+
+    def ids(text: str, flt: MemoryFilter | None = None) -> list[str]:
+        match = fts_match(text)
+        assert match is not None
+        return [h.memory_id for h in any_store.lexical(ALICE, match, 10, flt or MemoryFilter())]
+
+    assert set(ids("tea")) == {tea.id, both.id}
+    assert ids("tea")[0] == both.id  # two occurrences outrank one
+    assert set(ids("tea coffee")) == {tea.id, coffee.id, both.id}
+    assert ids("tea", MemoryFilter(kinds=("preference",))) == [both.id]
+    assert set(ids("coffee", MemoryFilter(tags=("drinks",)))) == {coffee.id}
+    assert ids("zebra") == []
+    assert ids('"quoted" AND NEAR(x) * tea') != []  # no syntax reaches the engine
+    hits = any_store.lexical(ALICE, fts_match("tea") or "", 1, MemoryFilter())
+    assert len(hits) == 1
+    assert hits[0].rank == 1
+    assert hits[0].score > 0
+
+
+def test_owners_are_isolated(any_store: Store) -> None:
+    memory = facade(any_store)
+    mine = memory.remember("Alice likes tea")
+    theirs = memory.remember("Bob likes tea", owner=BOB, actor=BOB)
+    assert any_store.owners() == [ALICE, BOB]
+    assert any_store.get(ALICE, theirs.id) is None
+    assert [m.id for m in any_store.memories(BOB, MemoryFilter())] == [theirs.id]
+    match = fts_match("tea")
+    assert match is not None
+    assert [h.memory_id for h in any_store.lexical(ALICE, match, 10, MemoryFilter())] == [mine.id]
+    assert any_store.locate(theirs.id) == BOB
+    assert any_store.locate("m_nope") is None
+    assert any_store.tip(ALICE).length == 1
+    assert any_store.tip(BOB).length == 1
+
+
+def test_erased_text_is_in_no_file_of_the_store_after_compact(any_store: Store) -> None:
+    canary = "zqxcanary7f3a91"
+    memory = facade(any_store)
+    long_text = f"secret {canary} " + " ".join(f"filler{i}" for i in range(300))
+    result = memory.remember(long_text[:2000], reason=f"because {canary}", title=f"t {canary}")
+    for i in range(20):
+        memory.remember(f"an unrelated memory number {i}")
+    memory.redact(result.id, reason="erasure request")
+    any_store.compact()
+    for path in stored_files(any_store):
+        assert canary.encode() not in path.read_bytes(), path
+    assert all(report.ok for report in memory.verify())
+    match = fts_match(canary)
+    assert match is not None
+    assert any_store.lexical(ALICE, match, 10, MemoryFilter()) == []
+
+
+def test_erase_rewrites_only_the_content_and_texts(any_store: Store) -> None:
+    seq = append_plain(any_store, ALICE, "to be erased", {"reason": "private"})
+    record = next(any_store.records(ALICE))
+    with any_store.write(ALICE) as tx:
+        tx.erase(seq, redact_entry(record.entry), {"reason": REDACTED_MARKER})
+    after = next(any_store.records(ALICE))
+    assert after.entry.content == REDACTED_MARKER
+    assert after.entry.redacted
+    assert after.entry.hash == record.entry.hash
+    assert after.texts == {"reason": REDACTED_MARKER}
+    assert verify(r.entry for r in any_store.records(ALICE)).ok
+
+
+def test_checkpoint_replies_are_kept_per_owner(any_store: Store) -> None:
+    reply = StoredReply(ALICE, "msg-1", "sum", b"\x00{}")
+    with any_store.write(ALICE) as tx:
+        assert tx.find_reply("msg-1") is None
+        tx.save_reply(reply)
+    with any_store.write(ALICE) as tx:
+        assert tx.find_reply("msg-1") == reply
+    with any_store.write(BOB) as tx:
+        assert tx.find_reply("msg-1") is None
