@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -47,13 +49,19 @@ def memory(home: Path, clock: StepClock) -> Iterator[Memory]:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestServer]:
-    """One PostgreSQL with pgvector for the session, on a unix socket; stopped at the end."""
-    server = TestServer(tmp_path_factory.mktemp("pg") / "data")
+def pg_server() -> Iterator[TestServer]:
+    """One PostgreSQL with pgvector for the session, on a unix socket; stopped at the end.
+
+    Its data directory is outside pytest's temporary root, whose permissions a concurrent
+    pytest run resets to 0700 (the server runs as another user when the tests run as root).
+    """
+    parent = Path(tempfile.mkdtemp(prefix="ledgermind-pg-"))
+    server = TestServer(parent / "data")
     try:
         yield server
     finally:
         server.stop()
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -132,6 +132,7 @@ class Draft:
     evidence: str | None = None
     recorded_at: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    stamps: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
@@ -170,6 +171,10 @@ def _fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
     extra = check.extra(draft.extra)
     if extra:
         fields["extra"] = extra
+    if draft.stamps:
+        # Server-stamped values kept from a restored page, and the import's idempotency key
+        # (see service/portability.py); committed like every other field.
+        fields["stamps"] = dict(draft.stamps)
     texts = {}
     if draft.reason is not None:
         texts["reason"] = check.reason(draft.reason)
@@ -445,6 +450,54 @@ class Memory:
             why=decision.why,
             flagged=decision.flagged,
             memory=created,
+        )
+
+    def admit(
+        self,
+        text: str,
+        *,
+        owner: str,
+        status: str | None = None,
+        actor: str | None = None,
+        channel: str = "user",
+        on_behalf_of: str | None = None,
+        draft: Draft | None = None,
+    ) -> WriteResult:
+        """Write a memory carried in from an export, keeping the review state it had there.
+
+        A restore keeps a page's status (``proposed``, ``active`` or ``rejected``); an import
+        passes ``proposed`` for what the source had not approved, or None to let the policy
+        choose. The policy still runs and what it would not store is refused. Only the owner,
+        or a service principal, may admit memories into a ledger.
+        """
+        whose = check_principal(owner, "owner")
+        if self.principal != whose and principal_kind(self.principal) != "service":
+            raise PolicyDeniedError(
+                f"only {whose} (or a service principal) may restore or import into their"
+                f" ledger; {self.principal} may not",
+                actor=self.principal,
+                owner=whose,
+            )
+        if status is not None and status not in ("proposed", "active", "rejected"):
+            raise InvalidInputError(
+                f"an admitted memory is proposed, active or rejected; got {status!r}",
+                field="status",
+            )
+        topic = (draft or Draft()).topic
+        decision = self.decide(text, topic=topic, channel=channel, actor=actor, owner=whose)
+        if decision.mode == "no_store":
+            raise PolicyDeniedError(
+                f"the policy does not store this: {decision.why}", reason=decision.why
+            )
+        return self._create(
+            text,
+            owner=whose,
+            actor=actor,
+            channel=channel,
+            on_behalf_of=on_behalf_of,
+            draft=draft,
+            details={},
+            status=status,
         )
 
     @staticmethod
