@@ -34,6 +34,9 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_js_string = json.encoder.encode_basestring
+
+
 def js_json(value: Any) -> str:
     """Serialise like JavaScript's ``JSON.stringify``: compact, non-ASCII raw, key order kept."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -112,15 +115,17 @@ class Entry:
 
 
 def v1_hash(ts: str, content_hash: str, source: str, tags: Sequence[str], prev_hash: str) -> str:
-    """The v1.0 chain hash over ``{ts, content_hash, source, tags, prev_hash}``."""
-    document = {
-        "ts": ts,
-        "content_hash": content_hash,
-        "source": source,
-        "tags": list(tags),
-        "prev_hash": prev_hash,
-    }
-    return sha256_hex(js_json(document))
+    """The v1.0 chain hash over ``{ts, content_hash, source, tags, prev_hash}``.
+
+    Built by hand with the JSON string encoder ``json.dumps`` itself uses (non-ASCII raw), so
+    the bytes equal ``js_json`` of the document; verification runs this once per entry.
+    """
+    document = (
+        f'{{"ts":{_js_string(ts)},"content_hash":{_js_string(content_hash)},'
+        f'"source":{_js_string(source)},"tags":[{",".join(map(_js_string, tags))}],'
+        f'"prev_hash":{_js_string(prev_hash)}}}'
+    )
+    return hashlib.sha256(document.encode("utf-8")).hexdigest()
 
 
 def legacy_hash(ts: str, content: str, source: str, tags: Sequence[str], prev_hash: str) -> str:
@@ -191,6 +196,11 @@ def entry_problem(entry: Entry, expected_prev: str) -> str | None:
     """Why one entry does not verify after a predecessor whose hash is ``expected_prev``."""
     if entry.prev_hash != expected_prev:
         return "prev_hash does not match the previous entry's hash"
+    if entry.redacted and entry.content != REDACTED_MARKER:
+        # Stricter than the reference verifier, which skips the content of a redacted line:
+        # the reference only ever writes "[redacted]" there, and without this rule setting
+        # ``redacted: true`` on a line would hide any later edit of its content.
+        return "a redacted entry's content must be [redacted]"
     if entry.content_hash is not None:
         recomputed = v1_hash(
             entry.ts, entry.content_hash, entry.source, entry.tags, entry.prev_hash

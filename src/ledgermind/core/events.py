@@ -10,6 +10,7 @@ beside the entry and replaced by ``[redacted]`` on erasure, so the chain still v
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,15 @@ from typing import Any, Final
 
 import rfc8785
 
-from ledgermind.core.chain import REDACTED_MARKER, Entry, Verification, entry_problem, sha256_hex
+from ledgermind.core.chain import (
+    REDACTED_MARKER,
+    Entry,
+    Verification,
+    entry_problem,
+    sha256_hex,
+)
+
+_js_string = json.encoder.encode_basestring
 
 EVENTS: Final = (
     "propose",
@@ -132,12 +141,16 @@ def record_problem(record: Record) -> str | None:
         return "the entry commits to metadata that is missing"
     if sha256_hex(record.meta) != committed:
         return "metadata does not match its committed hash"
+    # The metadata's bytes are the committed bytes, so they were canonical when written;
+    # ``meta_problem`` checks the form itself where rows come from outside (restore).
+    if _texts_match_fast(record):
+        return None
     try:
         document = json.loads(record.meta)
     except json.JSONDecodeError:
         return "metadata is not valid JSON"
-    if not isinstance(document, dict) or canonical(document) != record.meta:
-        return "metadata is not in canonical form"
+    if not isinstance(document, dict):
+        return "metadata is not a JSON object"
     hashes = document.get("texts", {})
     if set(hashes) != set(record.texts):
         return "erasable texts do not match the committed set"
@@ -149,16 +162,109 @@ def record_problem(record: Record) -> str | None:
     return None
 
 
+_META_END = ',"v":' + str(META_VERSION) + "}"
+
+
+def _texts_match_fast(record: Record) -> bool:
+    """True when the texts certainly match the committed hashes (without parsing the meta).
+
+    In canonical JSON the top-level keys are sorted, and ``texts`` is followed only by
+    ``v``: the committed text hashes are exactly the document's suffix
+    ``"texts":{…},"v":1}``. A false answer proves nothing; the caller then parses.
+    """
+    meta = record.meta or ""
+    if not record.texts:
+        return '"texts":' not in meta
+    if record.entry.redacted:
+        return False
+    inner = ",".join(
+        f'{_js_string(name)}:"{sha256_hex(text)}"' for name, text in sorted(record.texts.items())
+    )
+    return meta.endswith('"texts":{' + inner + "}" + _META_END)
+
+
+def meta_problem(record: Record) -> str | None:
+    """Why a row's metadata, taken from outside the store, is not a ledgermind event."""
+    if record.meta is None:
+        return None
+    try:
+        document = json.loads(record.meta)
+    except json.JSONDecodeError:
+        return "metadata is not valid JSON"
+    if not isinstance(document, dict) or canonical(document) != record.meta:
+        return "metadata is not in canonical form"
+    if document.get("v") != META_VERSION or document.get("event") not in EVENTS:
+        return "metadata is not a ledgermind event of a known version"
+    return None
+
+
 def verify_records(
     records: Iterable[Record], *, start_index: int = 0, prev_hash: str = ""
 ) -> Verification:
-    """Verify rows: each entry by personaxis rules, then its metadata and texts."""
+    """Verify rows: each entry by personaxis rules, its position, then its metadata and texts.
+
+    ``broken_at`` is the 0-based position of the first row that does not verify: a changed
+    row is reported at its own index; a deleted, inserted or moved row at the first position
+    whose content no longer follows from its predecessor.
+    """
     index = start_index
     head = prev_hash
+    sha256 = hashlib.sha256
+    js = _js_string
     for record in records:
-        problem = entry_problem(record.entry, head) or record_problem(record)
+        # The common case inline (a v1.0, unredacted, ledgermind row), with the same bytes
+        # as ``v1_hash``; anything else, or any doubt, takes the reasoned path below.
+        entry = record.entry
+        meta = record.meta
+        if (
+            entry.content_hash is not None
+            and not entry.redacted
+            and meta is not None
+            and entry.prev_hash == head
+            and record.seq == index
+            and sha256(entry.content.encode()).hexdigest() == entry.content_hash
+            and sha256(
+                (
+                    f'{{"ts":{js(entry.ts)},"content_hash":{js(entry.content_hash)},'
+                    f'"source":{js(entry.source)},"tags":[{",".join(map(js, entry.tags))}],'
+                    f'"prev_hash":{js(head)}}}'
+                ).encode()
+            ).hexdigest()
+            == entry.hash
+            and record.meta_hash == sha256(meta.encode()).hexdigest()
+            and _texts_match_fast(record)
+        ):
+            head = entry.hash
+            index += 1
+            continue
+        problem = entry_problem(record.entry, head)
+        if problem is None and record.seq != index:
+            problem = f"row is numbered {record.seq} but sits at position {index}"
+        if problem is None:
+            problem = record_problem(record)
         if problem is not None:
             return Verification(False, index, head, broken_at=index, reason=problem)
         head = record.entry.hash
         index += 1
     return Verification(True, index, head)
+
+
+def check_head(result: Verification, length: int, head: str) -> Verification:
+    """Hold a verified chain against the head recorded beside it (catches a cut tail).
+
+    A chain that verifies but ends elsewhere than the recorded head is broken at the first
+    position where the two disagree: the first extra row, the first missing row, or the
+    last row when the lengths agree and the heads do not.
+    """
+    if not result.ok or (result.length == length and result.head == head):
+        return result
+    if result.length > length:
+        at, why = length, f"the chain has {result.length} entries; its recorded head {length}"
+    elif result.length < length:
+        at, why = (
+            result.length,
+            f"the chain has {result.length} entries; its recorded head {length}",
+        )
+    else:
+        at, why = max(length - 1, 0), "the last entry is not the recorded head"
+    return Verification(False, result.length, result.head, broken_at=at, reason=why)

@@ -234,9 +234,13 @@ def _get(memories: Mapping[str, Memory], memory_id: str) -> Memory:
         raise NotFoundError(f"no memory {memory_id} in this ledger", id=memory_id) from None
 
 
-def foreign_id(entry_hash: str) -> str:
-    """The memory id given to a plain personaxis entry (one not written by ledgermind)."""
-    return FOREIGN_PREFIX + entry_hash[:24]
+def foreign_id(entry_hash: str, owner: str) -> str:
+    """The memory id given to a plain personaxis entry (one not written by ledgermind).
+
+    Memory ids are unique across owners, and two people may restore the same log, so the
+    id derives from the owner and the entry's hash together.
+    """
+    return FOREIGN_PREFIX + sha256_hex(f"{owner}\n{entry_hash}")[:24]
 
 
 def _apply_foreign(memories: dict[str, Memory], record: Record, owner: str) -> None:
@@ -246,7 +250,7 @@ def _apply_foreign(memories: dict[str, Memory], record: Record, owner: str) -> N
         target = entry.target
         if target is None:
             return
-        memory = memories.get(foreign_id(target))
+        memory = memories.get(foreign_id(target, owner))
         if memory is None or memory.status == "forgotten":
             return
         redacted = memory.redacted or entry.content.startswith(
@@ -263,7 +267,7 @@ def _apply_foreign(memories: dict[str, Memory], record: Record, owner: str) -> N
             audit=_audit(memory, AuditItem(entry.ts, "forgotten", owner, entry.content[:200])),
         )
         return
-    memory_id = foreign_id(entry.hash)
+    memory_id = foreign_id(entry.hash, owner)
     memories[memory_id] = Memory(
         id=memory_id,
         owner=owner,

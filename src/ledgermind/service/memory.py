@@ -9,7 +9,7 @@ is updated — or nothing happens at all.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -21,12 +21,14 @@ from ledgermind.core.chain import (
     REDACTED_MARKER,
     TARGET_PREFIX,
     TOMBSTONE_TAG,
+    Entry,
     Verification,
     format_ts,
     make_entry,
     redact_entry,
     tombstone_content,
 )
+from ledgermind.core.chain import reanchor as reanchor_chain
 from ledgermind.core.errors import (
     ConflictError,
     IntegrityError,
@@ -34,10 +36,19 @@ from ledgermind.core.errors import (
     NotFoundError,
     PolicyDeniedError,
 )
-from ledgermind.core.events import Event, Record, canonical, event_tags, verify_records
+from ledgermind.core.events import (
+    Event,
+    Record,
+    canonical,
+    check_head,
+    event_tags,
+    meta_problem,
+    verify_records,
+)
 from ledgermind.core.policy import Decision, Justification, Policy
 from ledgermind.core.records import (
     KINDS,
+    MAX_REASON_CHARS,
     SENSITIVITIES,
     SYSTEM_PRINCIPAL,
     check_principal,
@@ -51,6 +62,7 @@ from ledgermind.service.recall import Query, RecallHit, fts_match
 from ledgermind.storage.base import MemoryFilter, Store, Tip, Transaction
 
 Clock = Callable[[], datetime]
+MAX_NOTE_CHARS = 200  # HUX audit notes
 
 
 def utc_now() -> datetime:
@@ -103,6 +115,18 @@ class OwnerReport:
             "projection_ok": self.projection_ok,
             "mismatch": self.mismatch,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A validated creation, decided by the policy, waiting for its transaction."""
+
+    owner: str
+    event: Event
+    content: str
+    channel: str
+    reserved: tuple[str, ...]
+    decision: Decision
 
 
 @dataclass(frozen=True)
@@ -264,6 +288,7 @@ class Memory:
                 result = None  # the cached head itself may have moved: verify from scratch
         if result is None:
             result = verify_records(tx.records(0))
+        result = check_head(result, tip.length, tip.head)
         if not result.ok:
             self._verified.pop(tx.owner, None)
             raise IntegrityError(
@@ -394,6 +419,85 @@ class Memory:
         supersedes: str | None = None,
         status: str | None = None,
     ) -> WriteResult:
+        plan = self._plan(
+            text,
+            owner=owner,
+            actor=actor,
+            channel=channel,
+            on_behalf_of=on_behalf_of,
+            draft=draft,
+            details=details,
+            supersedes=supersedes,
+            status=status,
+        )
+        with self._writing(plan.owner) as tx:
+            return self._write_plan(tx, plan)
+
+    def remember_many(
+        self,
+        items: Iterable[str | Mapping[str, Any]],
+        *,
+        owner: str | None = None,
+        actor: str | None = None,
+        channel: str = "user",
+        on_behalf_of: str | None = None,
+        draft: Draft | None = None,
+        **details: Any,
+    ) -> list[WriteResult]:
+        """Write many memories into one ledger in one transaction: all of them, or none.
+
+        Each item is the text, or a mapping with ``text`` and any per-item field of
+        :meth:`remember` (``kind``, ``topic``, ``reason`` …) overriding the shared ones.
+        Every item is validated and decided by the policy before anything is written.
+        """
+        if isinstance(items, str | Mapping):
+            raise InvalidInputError("items must be a list of texts or of {text, …} mappings")
+        plans: list[_Plan] = []
+        for index, item in enumerate(items):
+            try:
+                if isinstance(item, str):
+                    text, own = item, {}
+                elif isinstance(item, Mapping):
+                    own = dict(item)
+                    text = own.pop("text", None)
+                else:
+                    raise InvalidInputError(
+                        f"expected text or a mapping with 'text'; got {type(item).__name__}"
+                    )
+                plans.append(
+                    self._plan(
+                        text,
+                        owner=owner,
+                        actor=actor,
+                        channel=own.pop("channel", channel),
+                        on_behalf_of=on_behalf_of,
+                        draft=draft,
+                        details={**details, **own},
+                    )
+                )
+            except InvalidInputError as exc:
+                raise InvalidInputError(
+                    f"item {index}: {exc.message}", item=index, **exc.details
+                ) from exc
+        if not plans:
+            return []
+        with self._writing(plans[0].owner) as tx:
+            return [self._write_plan(tx, plan) for plan in plans]
+
+    def _plan(
+        self,
+        text: object,
+        *,
+        owner: str | None,
+        actor: str | None,
+        channel: str,
+        on_behalf_of: str | None,
+        draft: Draft | None,
+        details: Mapping[str, Any],
+        supersedes: str | None = None,
+        status: str | None = None,
+    ) -> _Plan:
+        """Validate a write and let the policy decide it; nothing is written yet."""
         who = self._actor(actor)
         whose = self._owner(owner, who)
         if on_behalf_of is not None:
@@ -422,7 +526,7 @@ class Memory:
         memory_id = self._new_id()
         if decision.mode == "no_store":
             texts.pop("title", None)
-            texts["reason"] = f"not stored: {decision.why}"
+            texts["reason"] = f"not stored: {decision.why}"[:MAX_REASON_CHARS]
             kind = "no_store"
             content = "[not stored]"
         else:
@@ -438,17 +542,22 @@ class Memory:
             supersedes=supersedes,
         )
         reserved = (INJECTION_TAG,) if decision.flagged else ()
-        with self._writing(whose) as tx:
-            if supersedes is not None:
-                lifecycle.check_transition(self._load(tx, supersedes), "edit")
-            changed = self._commit(tx, event, content=content, channel=channel, reserved=reserved)
-        created = next(m for m in changed if m.id == memory_id)
+        return _Plan(whose, event, content, channel, reserved, decision)
+
+    def _write_plan(self, tx: Transaction, plan: _Plan) -> WriteResult:
+        """Append a planned creation inside an open transaction."""
+        if plan.event.supersedes is not None:
+            lifecycle.check_transition(self._load(tx, plan.event.supersedes), "edit")
+        changed = self._commit(
+            tx, plan.event, content=plan.content, channel=plan.channel, reserved=plan.reserved
+        )
+        created = next(m for m in changed if m.id == plan.event.memory)
         return WriteResult(
-            id=memory_id,
+            id=plan.event.memory,
             status=created.status,
-            owner=whose,
-            why=decision.why,
-            flagged=decision.flagged,
+            owner=plan.owner,
+            why=plan.decision.why,
+            flagged=plan.decision.flagged,
             memory=created,
         )
 
@@ -673,7 +782,7 @@ class Memory:
         """Erase a memory's text from every byte the store keeps; the chain still verifies."""
         who = self._actor(actor)
         whose = self._owner_of(memory_id, owner)
-        why = check.note(reason)
+        why = check.text(reason, "reason", max_chars=MAX_NOTE_CHARS - len("redacted: "))
         with self._writing(whose) as tx:
             memory = self._load(tx, memory_id)
             lifecycle.check_transition(memory, "redact")
@@ -699,12 +808,17 @@ class Memory:
         erased_texts = dict.fromkeys(record.texts, REDACTED_MARKER)
         tx.erase(record.seq, redact_entry(record.entry), erased_texts)
 
-    def sweep(self, *, now: datetime | None = None) -> list[MemoryRecord]:
-        """Expire what retention says is over (ttl, PCP expires) and erase its text."""
+    def sweep(self, *, now: datetime | None = None, owner: str | None = None) -> list[MemoryRecord]:
+        """Expire what retention says is over (ttl, PCP expires) and erase its text.
+
+        Sweeps every owner, or only ``owner``. Each due memory gets an ``expire`` event and
+        then a ``redact`` event by ``service:ledgermind``: expired text is erased at once.
+        """
         moment = now or self._clock()
         stamp = format_ts(moment)
         expired: list[MemoryRecord] = []
-        for owner in self.store.owners():
+        owners = [check_principal(owner, "owner")] if owner else self.store.owners()
+        for owner in owners:
             live = self.store.memories(owner, MemoryFilter(statuses=("proposed", "active")))
             for memory in live:
                 if not _is_due(memory, moment, stamp):
@@ -821,19 +935,27 @@ class Memory:
         owners = [check_principal(owner, "owner")] if owner else self.store.owners()
         reports = []
         for whose in owners:
-            chain = verify_records(self.store.records(whose))
+            chain = self._verify_chain(whose)
             projection_ok, mismatch = True, None
             if chain.ok:
                 projection_ok, mismatch = self._compare_projection(whose)
             reports.append(OwnerReport(whose, chain, projection_ok, mismatch))
         return reports
 
+    def _verify_chain(self, owner: str) -> Verification:
+        """The chain by personaxis and ledgermind rules, held against its recorded head."""
+        tip = self.store.tip(owner)
+        return check_head(verify_records(self.store.records(owner)), tip.length, tip.head)
+
     def _compare_projection(self, owner: str) -> tuple[bool, dict[str, Any] | None]:
         try:
             rebuilt = lifecycle.fold(self.store.records(owner), owner)
         except (NotFoundError, InvalidInputError, ConflictError) as exc:
             return False, {"error": exc.message}
-        stored = self.store.projection(owner)
+        try:
+            stored = self.store.projection(owner)
+        except IntegrityError as exc:
+            return False, {**exc.details, "error": exc.message}
         for memory_id in sorted(set(rebuilt) | set(stored)):
             left, right = rebuilt.get(memory_id), stored.get(memory_id)
             if left is None or right is None:
@@ -854,7 +976,7 @@ class Memory:
         owners = [check_principal(owner, "owner")] if owner else self.store.owners()
         out = []
         for whose in owners:
-            chain = verify_records(self.store.records(whose))
+            chain = self._verify_chain(whose)
             if not chain.ok:
                 raise IntegrityError(
                     f"the ledger of {whose} is broken at entry #{chain.broken_at} ({chain.reason});"
@@ -869,6 +991,101 @@ class Memory:
                 {"owner": whose, "memories": len(rebuilt), "equal": equal, "mismatch": mismatch}
             )
         return out
+
+    # -- restore and re-anchor ------------------------------------------------------------
+
+    def _may_rewrite(self, owner: str, actor: str | None, verb: str) -> tuple[str, str]:
+        who = self._actor(actor)
+        whose = check_principal(owner, "owner")
+        if who != whose and principal_kind(who) != "service":
+            raise PolicyDeniedError(
+                f"only {whose} (or a service principal) may {verb} {whose}'s ledger; {who} may not",
+                actor=who,
+                owner=whose,
+            )
+        return who, whose
+
+    def restore_chain(
+        self, owner: str, entries: Iterable[Entry | Record], *, actor: str | None = None
+    ) -> Verification:
+        """Write a personaxis chain verbatim into an empty ledger and project it.
+
+        ``entries`` are personaxis entries (e.g. ``formats.personaxis.decode`` of an
+        ``episodic.jsonl``), or stored rows with their metadata and texts (a ledgermind
+        ledger moved between stores). Rows are kept byte for byte — exporting the ledger
+        gives the same file back. Plain entries become "foreign" memories (active, their
+        tombstones forget them). The chain must verify and the ledger must be empty;
+        otherwise nothing is written. Only the owner, or a service principal, may restore.
+        """
+        _who, whose = self._may_rewrite(owner, actor, "restore")
+        records: list[Record] = []
+        for index, item in enumerate(entries):
+            if isinstance(item, Record):
+                records.append(Record(index, item.entry, item.meta, dict(item.texts)))
+            elif isinstance(item, Entry):
+                records.append(Record(index, item))
+            else:
+                raise InvalidInputError(
+                    f"entry #{index} is a {type(item).__name__}; give personaxis entries"
+                    " (formats.personaxis.decode) or ledger records",
+                    index=index,
+                )
+        result = verify_records(records)
+        broken = next((r.seq for r in records if meta_problem(r) is not None), None)
+        if not result.ok or broken is not None:
+            at = result.broken_at if not result.ok else broken
+            why = result.reason if not result.ok else meta_problem(records[at or 0])
+            raise IntegrityError(
+                f"entry #{at} does not verify ({why}); nothing was restored."
+                " Restore the file as it was exported, or re-anchor a legacy log first",
+                broken_at=at,
+                reason=why,
+            )
+        try:
+            projection = lifecycle.fold(records, whose)
+        except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
+            raise InvalidInputError(
+                f"the chain verifies but its ledgermind events do not replay: {exc};"
+                " nothing was restored",
+            ) from exc
+        with self.store.write(whose) as tx:
+            tip = tx.tip()
+            if tip.length:
+                raise ConflictError(
+                    f"the ledger of {whose} already has {tip.length} entries; restore only"
+                    " into an empty ledger (a new owner)",
+                    owner=whose,
+                    length=tip.length,
+                )
+            for record in records:
+                tx.append(record.entry, record.meta, record.texts)
+            for memory in sorted(projection.values(), key=lambda m: m.seq):
+                tx.put(memory)
+        self._verified[whose] = Tip(result.length, result.head)
+        return result
+
+    def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
+        """Re-anchor a ledger holding legacy (≤0.10) lines into v1.0 form.
+
+        Every hash from the first legacy line on changes (``migrateMemoryChain``);
+        ``target:`` tags follow. Returns old hash → new hash for every entry ({} when there
+        is no legacy line). Ids of foreign memories derive from entry hashes, so they change
+        too; the projection is rebuilt.
+        """
+        _who, whose = self._may_rewrite(owner or self.principal, actor, "re-anchor")
+        with self._writing(whose) as tx:
+            records = list(tx.records(0))
+            if not any(r.entry.is_legacy for r in records):
+                return {}
+            migrated, remapped = reanchor_chain([r.entry for r in records])
+            for record, entry in zip(records, migrated, strict=True):
+                if entry != record.entry:
+                    tx.rewrite(record.seq, entry)
+            renewed = [
+                Record(r.seq, e, r.meta, r.texts) for r, e in zip(records, migrated, strict=True)
+            ]
+        self.store.replace_projection(whose, lifecycle.fold(renewed, whose))
+        return {old: new for old, new in remapped.items() if old != new}
 
 
 _DONE = {"approve": "approved", "reject": "rejected"}

@@ -84,6 +84,10 @@ class Transaction(Protocol):
         """The sanctioned rewrite of a row: its redacted entry and erased texts."""
         ...
 
+    def rewrite(self, seq: int, entry: Entry) -> None:
+        """Replace a row's entry (re-anchoring a legacy chain); moves the head with the last row."""
+        ...
+
     def find_reply(self, message_id: str) -> StoredReply | None:
         """The stored first answer to a UAIX ``message_id`` sent for this owner, if any."""
         ...

@@ -17,7 +17,7 @@ from typing import Any
 
 from ledgermind.core.chain import Entry
 from ledgermind.core.checkpoints import StoredReply
-from ledgermind.core.errors import StorageError
+from ledgermind.core.errors import IntegrityError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import Hit, MemoryFilter, Tip
@@ -78,6 +78,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
     content = '', contentless_delete = 1
 );
 """
+
+
+# Rows are read in bulk when a chain is verified; stored JSON has no surrounding blanks.
+_decode = json.JSONDecoder().raw_decode
 
 
 def _memory_doc(memory: Memory) -> str:
@@ -151,6 +155,28 @@ class _Transaction:
             ),
         )
         self._store._erased = True
+
+    def rewrite(self, seq: int, entry: Entry) -> None:
+        self._db.execute(
+            "UPDATE ledger SET ts = ?, content = ?, source = ?, tags = ?, content_hash = ?,"
+            " prev_hash = ?, hash = ?, redacted = ? WHERE owner = ? AND seq = ?",
+            (
+                entry.ts,
+                entry.content,
+                entry.source,
+                json.dumps(list(entry.tags), ensure_ascii=False),
+                entry.content_hash,
+                entry.prev_hash,
+                entry.hash,
+                int(entry.redacted),
+                self._owner,
+                seq,
+            ),
+        )
+        self._db.execute(
+            "UPDATE heads SET head = ? WHERE owner = ? AND length = ?",
+            (entry.hash, self._owner, seq + 1),
+        )
 
     def find_reply(self, message_id: str) -> StoredReply | None:
         row = self._db.execute(
@@ -261,13 +287,13 @@ class SQLiteStore:
                 ts=row[1],
                 content=row[2],
                 source=row[3],
-                tags=tuple(json.loads(row[4])),
+                tags=tuple(_decode(row[4])[0]),
                 content_hash=row[5],
                 prev_hash=row[6],
                 hash=row[7],
                 redacted=bool(row[8]),
             )
-            yield Record(row[0], entry, row[9], json.loads(row[10]) if row[10] else {})
+            yield Record(row[0], entry, row[9], _decode(row[10])[0] if row[10] else {})
 
     def _get(self, db: Any, owner: str, memory_id: str) -> Memory | None:
         row = db.execute(
@@ -377,10 +403,44 @@ class SQLiteStore:
         return int(row.fetchone()[0])
 
     def projection(self, owner: str) -> dict[str, Memory]:
-        """The stored projection of one owner."""
-        rows = self._connection().execute("SELECT doc FROM memories WHERE owner = ?", (owner,))
-        memories = (memory_from_dict(json.loads(r[0])) for r in rows)
-        return {m.id: m for m in memories}
+        """The stored projection of one owner.
+
+        Filters read the indexed columns and reads the document; a column that disagrees
+        with its document (changed behind the ledger's back) raises an IntegrityError naming
+        the memory and the field, which ``verify`` reports.
+        """
+        rows = self._connection().execute(
+            "SELECT doc, id, owner, status, retrievable, kind, scope, partition, sensitivity,"
+            " seq, updated_at FROM memories WHERE owner = ?",
+            (owner,),
+        )
+        out: dict[str, Memory] = {}
+        for row in rows:
+            memory = memory_from_dict(json.loads(row[0]))
+            columns = {
+                "id": row[1],
+                "owner": row[2],
+                "status": row[3],
+                "retrievable": bool(row[4]),
+                "kind": row[5],
+                "scope": row[6],
+                "partition": row[7],
+                "sensitivity": row[8],
+                "seq": row[9],
+                "updated_at": row[10],
+            }
+            for name, value in columns.items():
+                held = str(memory.scope) if name == "scope" else getattr(memory, name)
+                if held != value:
+                    raise IntegrityError(
+                        f"memory {row[1]}: the {name} column holds {value!r} but the stored"
+                        f" document {held!r}; run `ledgermind rebuild`",
+                        memory=row[1],
+                        field=name,
+                        stored=value,
+                    )
+            out[row[1]] = memory
+        return out
 
     def replace_projection(self, owner: str, memories: Mapping[str, Memory]) -> None:
         """Replace one owner's projection and full-text rows with recomputed ones."""
