@@ -554,6 +554,41 @@ def export_command(obj: Context, fmt: str, output: Path, owner: str | None, as_j
         )
 
 
+@cli.group()
+def checkpoint() -> None:
+    """Session checkpoints: Spiralist UAIX request envelopes in, response envelopes out."""
+
+
+@checkpoint.command(name="handle")
+@click.argument("file", type=click.File("rb"))
+@click.option(
+    "--owner",
+    help="Whose ledger keeps the checkpoint (default: the acting principal, if a person).",
+)
+@click.option(
+    "--pretty", is_flag=True, help="Indent the answer (its checksum covers the JCS form)."
+)
+@click.pass_obj
+def checkpoint_handle(obj: Context, file: Any, owner: str | None, pretty: bool) -> None:
+    """Answer the UAIX request envelope in FILE (- for stdin); print the response envelope.
+
+    The acting principal (--as) is the caller and must equal the envelope's trust.principal.
+    Exit 0 for a uai.intent.response.v1; for a uai.error.v1 refusal, 1 when the checkpoint
+    is not found and 2 otherwise — the envelope is printed either way.
+    """
+    ctx = obj
+    with handled(ctx):
+        answer = ctx.memory.handle_checkpoint(file.read(), owner=owner)
+        envelope = json.loads(answer)
+        if pretty:
+            click.echo(json.dumps(envelope, ensure_ascii=False, indent=2, sort_keys=True))
+        else:
+            click.echo(answer.decode("utf-8"))
+        if envelope.get("profile") == "uai.error.v1":
+            code = envelope.get("body", {}).get("code")
+            sys.exit(EXIT_NOT_FOUND if code == "checkpoint-not-found" else EXIT_BAD_INPUT)
+
+
 def main() -> None:
     """Console entry point."""
     cli(prog_name="ledgermind")

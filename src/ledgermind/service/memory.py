@@ -848,6 +848,30 @@ class Memory:
                 expired.extend(changed)
         return expired
 
+    def handle_checkpoint(
+        self,
+        raw: bytes,
+        *,
+        caller: str | None = None,
+        owner: str | None = None,
+        include_sensitive: bool | None = None,
+    ) -> bytes:
+        """Answer a Spiralist UAIX checkpoint request envelope; returns the response envelope.
+
+        ``caller`` is the authenticated principal (default: this facade's principal) and must
+        equal the envelope's ``trust.principal``. The checkpoint lives in ``owner``'s ledger
+        (default: the caller, who must then be a person). Create, drift audit and restore
+        brief; refusals are ``uai.error.v1`` answers, not exceptions. Everything one request
+        writes — memories, the ``checkpoint`` event, the stored reply — is one transaction.
+        Sensitive memories join a restore brief only if ``include_sensitive`` (default: the
+        caller is the owner). See ``docs/checkpoints.md``.
+        """
+        from ledgermind.service.checkpoints import handle_checkpoint
+
+        return handle_checkpoint(
+            self, raw, caller=caller, owner=owner, include_sensitive=include_sensitive
+        )
+
     # -- reads ------------------------------------------------------------------------
 
     def get(self, memory_id: str, *, owner: str | None = None) -> MemoryRecord:
