@@ -535,6 +535,54 @@ def rebuild(obj: Context, owner: str | None, as_json: bool) -> None:
             sys.exit(EXIT_NOT_FOUND)
 
 
+@cli.command()
+@click.option(
+    "--to",
+    "destination",
+    required=True,
+    help="Where to copy: postgresql://…, sqlite:///PATH or a file path.",
+)
+@json_option
+@click.pass_obj
+def migrate(obj: Context, destination: str, as_json: bool) -> None:
+    """Copy every owner's ledger and projection to another database, then verify the copy."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from ledgermind.config import open_store
+    from ledgermind.service.migration import migrate as migrate_ledgers
+
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        target = open_store(destination)
+        columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
+        try:
+            with Progress(
+                *columns, TimeRemainingColumn(), console=err_console, disable=ctx.as_json
+            ) as bar:
+                tasks: dict[str, Any] = {}
+
+                def advance(owner: str, done: int, total: int) -> None:
+                    if owner not in tasks:
+                        tasks[owner] = bar.add_task(owner, total=total)
+                    bar.update(tasks[owner], completed=done)
+
+                reports = migrate_ledgers(ctx.memory.store, target, progress=advance)
+        finally:
+            target.close()
+
+        def human() -> None:
+            for r in reports:
+                out_console.print(
+                    f"[green]ok[/]  {r.owner}: {r.rows} entries ({r.copied} copied),"
+                    f" {r.memories} memories, head {r.head[:16]}",
+                    highlight=False,
+                )
+            if not reports:
+                out_console.print("no ledgers to copy")
+
+        emit(ctx, {"owners": [r.to_dict() for r in reports]}, human)
+
+
 @cli.command(name="export")
 @click.option("--format", "fmt", type=click.Choice(["personaxis", "hux"]), required=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)

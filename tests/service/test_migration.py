@@ -1,0 +1,89 @@
+"""Moving a ledger between backends: SQLite → PostgreSQL → SQLite gives identical exports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledgermind.config import load_policy
+from ledgermind.core.errors import ConflictError
+from ledgermind.service.memory import Memory
+from ledgermind.service.migration import migrate
+from ledgermind.storage.postgres import PostgresStore
+from ledgermind.storage.sqlite import SQLiteStore
+from tests.conftest import StepClock
+
+OWNERS = ("human:alice", "human:bob")
+MEMORIES = 1000  # the 10k run is in bench/postgres.py (see docs/benchmarks.md)
+
+
+def fill(memory: Memory, count: int) -> None:
+    """A ledger with every kind of event: writes, approvals, edits, forgets, redactions."""
+    for i in range(count):
+        owner = OWNERS[i % 2]
+        result = memory.remember(
+            f"note {i}: the {['cat', 'dog', 'bird'][i % 3]} likes {i % 7} things ✓",
+            owner=owner,
+            actor=owner,
+            tags=[f"t{i % 5}"],
+            reason=f"reason {i}",
+        )
+        if i % 50 == 1:
+            memory.edit(result.id, f"edited note {i}", actor=owner)
+        elif i % 50 == 2:
+            memory.forget(result.id, actor=owner)
+        elif i % 50 == 3:
+            memory.redact(result.id, reason="private", actor=owner)
+
+
+def exports(memory: Memory) -> list[bytes]:
+    return [memory.export(fmt, owner=o)[0] for o in OWNERS for fmt in ("personaxis", "hux")]
+
+
+def test_sqlite_to_postgres_to_sqlite_keeps_exports_byte_identical(
+    tmp_path: Path, pg_url: str
+) -> None:
+    policy = load_policy(None)
+    original = Memory(
+        SQLiteStore(tmp_path / "a.db"), policy=policy, principal=OWNERS[0], clock=StepClock()
+    )
+    fill(original, MEMORIES)
+    before = exports(original)
+    server = PostgresStore(pg_url)
+    reports = migrate(original.store, server, batch=128)
+    assert [r.owner for r in reports] == list(OWNERS)
+    assert sum(r.rows for r in reports) == sum(original.store.tip(o).length for o in OWNERS)
+    back = SQLiteStore(tmp_path / "b.db")
+    migrate(server, back)
+    on_server = Memory(server, policy=policy, principal=OWNERS[0])
+    returned = Memory(back, policy=policy, principal=OWNERS[0])
+    assert exports(on_server) == before
+    assert exports(returned) == before
+    assert all(r.ok for r in returned.verify())
+    assert all(r.ok for r in on_server.verify())
+    for owner in OWNERS:
+        assert back.tip(owner) == original.store.tip(owner) == server.tip(owner)
+    for m in (original, on_server, returned):
+        m.close()
+
+
+def test_a_second_migration_resumes_and_a_diverging_target_is_refused(
+    tmp_path: Path, pg_url: str
+) -> None:
+    policy = load_policy(None)
+    source = Memory(SQLiteStore(tmp_path / "a.db"), policy=policy, principal=OWNERS[0])
+    source.remember("first")
+    target = PostgresStore(pg_url)
+    migrate(source.store, target)
+    source.remember("second")
+    (report,) = migrate(source.store, target)
+    assert (report.rows, report.copied) == (2, 1)
+    other = Memory(SQLiteStore(tmp_path / "c.db"), policy=policy, principal=OWNERS[0])
+    other.remember("something else")
+    other.remember("and more")
+    with pytest.raises(ConflictError):
+        migrate(other.store, target)
+    for m in (source, other):
+        m.close()
+    target.close()
