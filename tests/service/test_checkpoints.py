@@ -408,3 +408,59 @@ def test_a_failing_write_leaves_the_ledger_exactly_as_it_was(
     monkeypatch.undo()
     created = answer(ledger, envelope(create_body(MANDATORY), "msg-create-1"))
     assert created["profile"] == RESPONSE_PROFILE
+
+
+# -- erasure reaches the copies a checkpoint made ------------------------------------------
+
+CANARY_FACT = "Alice hides the spare key under the zqxcanary flowerpot"
+
+
+def canary_create() -> dict[str, Any]:
+    body = create_body(UNKNOWNS)
+    body["parameters"]["stable_facts"][1] = CANARY_FACT
+    return body
+
+
+def test_redacting_a_fact_erases_its_copies_in_checkpoint_and_replies(any_memory: Memory) -> None:
+    created = answer(any_memory, envelope(canary_create(), "msg-create-1"))
+    result = created["body"]["result"]
+    first, canary = (m["memory_id"] for m in result["memories"])
+    any_memory.approve(first)
+    any_memory.approve(canary)
+    restore = envelope(restore_body(UNKNOWNS, result["checkpoint_id"]), "msg-restore-1")
+    before = any_memory.handle_checkpoint(restore)
+    assert CANARY_FACT.encode() in before
+
+    any_memory.redact(canary, reason="asked to erase")
+
+    again = any_memory.handle_checkpoint(
+        restore
+    )  # its first answer quoted the fact: answered afresh
+    assert_sealed_and_valid(again)
+    assert b"zqxcanary" not in again
+    withdrawn = [
+        u for u in json.loads(again)["body"]["result"]["unknowns"] if u["kind"] == "fact-withdrawn"
+    ]
+    assert [(u["memory_id"], u["text"]) for u in withdrawn] == [(canary, "[redacted]")]
+    # The create answer quoted no fact: a resend still gets the very first bytes.
+    assert (
+        any_memory.handle_checkpoint(envelope(canary_create(), "msg-create-1"))
+        == json.dumps(created, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+    )
+    assert all(
+        "zqxcanary" not in row.entry.content and "zqxcanary" not in json.dumps(row.texts)
+        for row in any_memory.log()
+    )
+    ledger_is_sound(any_memory)
+
+
+def test_a_redacted_fact_is_in_no_file_under_the_home(ledger: Memory, home: Path) -> None:
+    created = answer(ledger, envelope(canary_create(), "msg-create-1"))
+    result = created["body"]["result"]
+    for item in result["memories"]:
+        ledger.approve(item["memory_id"])
+    answer(ledger, envelope(restore_body(UNKNOWNS, result["checkpoint_id"]), "msg-restore-1"))
+    ledger.redact(result["memories"][1]["memory_id"], reason="asked to erase")
+    for path, data in files_under(home):
+        assert b"zqxcanary" not in data, path
+    ledger_is_sound(ledger)

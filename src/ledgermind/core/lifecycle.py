@@ -283,7 +283,9 @@ def _apply_foreign(memories: dict[str, Memory], record: Record, owner: str) -> N
         retrievable=not entry.redacted,
         tags=tuple(t for t in entry.tags),
         flagged="injection-flagged" in entry.tags,
-        redacted=entry.redacted,
+        # As for ledgermind's own memories, the event after a redacted line sets the flag:
+        # a personaxis "redacted:" tombstone, or a ledgermind redact event.
+        redacted=False,
         entry_hash=entry.hash,
         seq=record.seq,
     )

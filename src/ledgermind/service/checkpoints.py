@@ -23,7 +23,9 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from ledgermind.core.chain import REDACTED_MARKER
+import rfc8785
+
+from ledgermind.core.chain import REDACTED_MARKER, redact_entry
 from ledgermind.core.checkpoints import (
     CheckpointFact,
     CheckpointRecord,
@@ -49,6 +51,7 @@ __all__ = [
     "LedgerCheckpointPort",
     "checkpoint_event",
     "decode_checkpoint",
+    "erase_copies",
     "handle_checkpoint",
 ]
 
@@ -305,6 +308,37 @@ class LedgerCheckpointPort:
             superseded_by=memory.superseded_by,
             stale=memory.lifecycle in ("stale", "archived") or _ended(memory, self._now),
         )
+
+
+def erase_copies(tx: Transaction, memory_id: str, text: str) -> None:
+    """Erase the copies of a memory's text that checkpoints made, once its creation is erased.
+
+    Called from the facade's erasure (``redact``, retention): the checkpoint facts linked to
+    ``memory_id`` read ``[redacted]`` (their entries are marked redacted, so the chain still
+    verifies), and every stored reply quoting ``text`` is dropped — a resend of that drift
+    audit or restore brief is then answered afresh, which writes nothing but its new reply.
+    Create answers quote no fact, so a resent create still gets its first answer.
+    """
+    event_tag = EVENT_TAG + CHECKPOINT_EVENT
+    for row in tx.records(0):
+        if event_tag not in row.entry.tags:
+            continue
+        event = row.decode()
+        if event is None:
+            continue
+        names = [
+            f"fact.{index}"
+            for index, linked in enumerate(event.fields.get("facts", ()))
+            if linked == memory_id
+            and row.texts.get(f"fact.{index}", REDACTED_MARKER) != REDACTED_MARKER
+        ]
+        if names:
+            texts = {**row.texts, **dict.fromkeys(names, REDACTED_MARKER)}
+            tx.erase(row.seq, redact_entry(row.entry), texts)
+    if text and text not in (REDACTED_MARKER, NOT_STORED):
+        # Replies are canonical JSON: the text appears with JSON's minimal escapes.
+        quoted: bytes = rfc8785.dumps(text)
+        tx.drop_replies(quoted[1:-1])
 
 
 def _held_for_review(plan: _Plan) -> _Plan:

@@ -807,6 +807,9 @@ class Memory:
             )
         erased_texts = dict.fromkeys(record.texts, REDACTED_MARKER)
         tx.erase(record.seq, redact_entry(record.entry), erased_texts)
+        from ledgermind.service.checkpoints import erase_copies
+
+        erase_copies(tx, memory.id, record.entry.content)
 
     def sweep(self, *, now: datetime | None = None, owner: str | None = None) -> list[MemoryRecord]:
         """Expire what retention says is over (ttl, PCP expires) and erase its text.

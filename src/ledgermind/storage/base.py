@@ -96,6 +96,13 @@ class Transaction(Protocol):
         """Keep the first answer to a UAIX message (``reply.owner`` is this owner)."""
         ...
 
+    def drop_replies(self, containing: bytes) -> int:
+        """Erase this owner's stored replies whose bytes contain ``containing``; how many.
+
+        Part of erasure: an answer that quoted an erased text must not outlive it.
+        """
+        ...
+
 
 class Store(Protocol):
     """A ledgermind storage backend."""

@@ -35,7 +35,7 @@ from ledgermind.storage.base import Hit, MemoryFilter, Tip
 
 TEXT_SEARCH_CONFIG = "english"
 # Tables that hold erasable text; compact() rewrites them after an erasure.
-ERASABLE_TABLES = ("ledger", "memories")
+ERASABLE_TABLES = ("ledger", "memories", "checkpoint_replies")
 _MIGRATION_LOCK = 0x6C6D5F6D6967  # "lm_mig": one migrator at a time
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _MATCH_TERM = re.compile(r'"((?:[^"]|"")*)"(\*?)')
@@ -194,6 +194,15 @@ class _Transaction:
             " VALUES (%s, %s, %s, %s)",
             (reply.owner, reply.message_id, reply.request_checksum, reply.response),
         )
+
+    def drop_replies(self, containing: bytes) -> int:
+        cursor = self._db.execute(
+            "DELETE FROM checkpoint_replies WHERE owner = %s AND position(%s::bytea in response) > 0",
+            (self._owner, containing),
+        )
+        if cursor.rowcount:
+            self.erased = True
+        return int(cursor.rowcount)
 
 
 class PostgresStore:

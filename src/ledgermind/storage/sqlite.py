@@ -198,6 +198,15 @@ class _Transaction:
             (reply.owner, reply.message_id, reply.request_checksum, reply.response),
         )
 
+    def drop_replies(self, containing: bytes) -> int:
+        cursor = self._db.execute(
+            "DELETE FROM checkpoint_replies WHERE owner = ? AND instr(response, ?) > 0",
+            (self._owner, containing),
+        )
+        if cursor.rowcount:
+            self._store._erased = True
+        return int(cursor.rowcount)
+
 
 class SQLiteStore:
     """The ``Store`` on one SQLite file."""
