@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledgermind.core import lifecycle
 from ledgermind.core.chain import (
@@ -60,6 +60,11 @@ from ledgermind.core.records import (
 from ledgermind.service import validation as check
 from ledgermind.service.recall import Query, RecallHit, fts_match
 from ledgermind.storage.base import MemoryFilter, Store, Tip, Transaction
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ledgermind.service.portability import ExportResult, ImportReport
 
 Clock = Callable[[], datetime]
 MAX_NOTE_CHARS = 200  # HUX audit notes
@@ -953,6 +958,36 @@ class Memory:
             return hux.encode(reversed(items), lines=fmt == "hux-jsonl"), len(items)
         raise InvalidInputError(
             f"unknown export format {fmt!r}; use personaxis or hux", field="format"
+        )
+
+    def export_to(
+        self,
+        fmt: str,
+        output: Path,
+        *,
+        owner: str | None = None,
+        at: datetime | None = None,
+    ) -> ExportResult:
+        """Export to a file: a PCP archive (.tar or .zip), personaxis JSONL or HUX records."""
+        from ledgermind.service import portability
+
+        return portability.export_to(self, fmt, output, owner=owner, at=at)
+
+    def import_path(
+        self,
+        path: Path,
+        *,
+        fmt: str | None = None,
+        mode: str = "import",
+        owner: str | None = None,
+        reanchor: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Import or restore a file, an archive or a folder of notes (service/portability.py)."""
+        from ledgermind.service import portability
+
+        return portability.import_path(
+            self, path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
         )
 
     # -- integrity ----------------------------------------------------------------------
