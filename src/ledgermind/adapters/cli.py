@@ -10,11 +10,13 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from ledgermind.config import Settings, build_memory
@@ -584,22 +586,105 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
 
 
 @cli.command(name="export")
-@click.option("--format", "fmt", type=click.Choice(["personaxis", "hux"]), required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["pcp", "personaxis", "hux"]),
+    required=True,
+    help="pcp: an archive (.tar, or .zip by the suffix); personaxis: episodic.jsonl;"
+    " hux: a JSON array (JSON Lines when the file ends in .jsonl).",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--owner")
+@click.option(
+    "--at",
+    "at",
+    type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"]),
+    help="The export instant written in a PCP manifest (UTC; default now), for reproducible"
+    " archives.",
+)
 @json_option
 @click.pass_obj
-def export_command(obj: Context, fmt: str, output: Path, owner: str | None, as_json: bool) -> None:
-    """Export an owner's ledger (personaxis) or memories (hux) to a file."""
+def export_command(
+    obj: Context,
+    fmt: str,
+    output: Path,
+    owner: str | None,
+    at: datetime | None,
+    as_json: bool,
+) -> None:
+    """Export an owner's memories (pcp, hux) or ledger (personaxis) to a file."""
     ctx = _ctx(obj, as_json)
     with handled(ctx):
-        data, count = ctx.memory.export(fmt, owner=owner)
-        output.write_bytes(data)
+        result = ctx.memory.export_to(
+            fmt, output, owner=owner, at=at.replace(tzinfo=UTC) if at else None
+        )
         emit(
             ctx,
-            {"format": fmt, "path": str(output), "items": count, "bytes": len(data)},
-            lambda: out_console.print(f"{count} items written to {output}"),
+            {**result.to_dict(), "path": str(output)},
+            lambda: out_console.print(
+                f"{result.items} items written to {output}"
+                + "".join(f"\n  left out: {o['what']} ({o['reason']})" for o in result.omitted),
+                highlight=False,
+            ),
         )
+
+
+@cli.command(name="import")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(
+        ["pcp", "pcp-page", "personaxis", "hux", "mem0", "omp", "remnic", "basic-memory"]
+    ),
+    help="The input's format (default: recognised from the bytes).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["import", "restore"]),
+    default="import",
+    show_default=True,
+    help="restore: ledgermind's own export, everything kept; import: from elsewhere, with"
+    " x_import provenance, agent- and tool-made content proposed.",
+)
+@click.option("--owner", help="Whose ledger receives the memories.")
+@click.option("--reanchor", is_flag=True, help="Re-anchor a legacy (≤0.10) personaxis log.")
+@json_option
+@click.pass_obj
+def import_command(
+    obj: Context,
+    path: Path,
+    fmt: str | None,
+    mode: str,
+    owner: str | None,
+    reanchor: bool,
+    as_json: bool,
+) -> None:
+    """Import PATH (a file, a PCP archive or a folder of notes); nothing half-written."""
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        show = not ctx.as_json and err_console.is_terminal
+        with Progress(console=err_console, disable=not show, transient=True) as bar:
+            task = bar.add_task("importing", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            report = ctx.memory.import_path(
+                path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
+            )
+
+        def human() -> None:
+            out_console.print(
+                f"{report.format} {report.mode} into {report.owner}: {len(report.created)}"
+                f" created, {report.unchanged} unchanged, {len(report.refused)} refused",
+                highlight=False,
+            )
+            for refusal in report.refused:
+                out_console.print(f"  refused {refusal.where}: {refusal.reason}", highlight=False)
+
+        emit(ctx, report.to_dict(), human)
 
 
 @cli.group()
