@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from ledgermind.adapters.commands import demo, mcp_command, serve, token
 from ledgermind.config import Settings, build_memory
 from ledgermind.core.errors import (
     AuthenticationError,
@@ -205,6 +206,10 @@ def cli(
     except LedgermindError as error:
         fail(error, as_json)
     ctx.obj = Context(settings, as_json)
+
+
+for _command in (serve, mcp_command, token, demo):
+    cli.add_command(_command)
 
 
 @cli.command()

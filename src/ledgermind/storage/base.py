@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry
 from ledgermind.core.checkpoints import StoredReply as StoredReply
 from ledgermind.core.events import Record
@@ -157,4 +158,29 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+        ...
+
+
+@runtime_checkable
+class TokenStore(Protocol):
+    """Bearer-token records (hashes only; see ``core.access``) — every backend keeps them.
+
+    Kept apart from :class:`Store` so a backend can be adopted before it stores tokens;
+    ``service.tokens.token_store`` says so clearly when it does not.
+    """
+
+    def put_token(self, record: TokenRecord) -> None:
+        """Keep a new token record (its id is new; the secret itself is never stored)."""
+        ...
+
+    def token(self, token_id: str) -> TokenRecord | None:
+        """One token record by id, revoked or not."""
+        ...
+
+    def tokens(self, principal: str | None = None) -> list[TokenRecord]:
+        """Token records, oldest first, optionally of one principal only."""
+        ...
+
+    def revoke_token(self, token_id: str, at: str) -> bool:
+        """Mark a token revoked at ``at``; False when no unrevoked token has that id."""
         ...

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry
 from ledgermind.core.checkpoints import StoredReply
 from ledgermind.core.errors import IntegrityError, StorageError
@@ -50,6 +51,17 @@ CREATE TABLE IF NOT EXISTS heads (
     owner TEXT PRIMARY KEY,
     length INTEGER NOT NULL,
     head TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    id TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    on_behalf_of TEXT,
+    scopes TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    revoked_at TEXT,
+    label TEXT
 );
 CREATE TABLE IF NOT EXISTS memories (
     rid INTEGER PRIMARY KEY,
@@ -479,6 +491,85 @@ class SQLiteStore:
         except sqlite3.OperationalError as exc:
             raise StorageError(f"full-text query failed: {exc}", match=match) from exc
         return [Hit(row[0], rank, -float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+    # -- bearer tokens -------------------------------------------------------------------
+
+    _TOKEN_COLUMNS = (
+        "id, secret_hash, principal, on_behalf_of, scopes, created_at, expires_at, revoked_at,"
+        " label"
+    )
+
+    @staticmethod
+    def _token(row: Any) -> TokenRecord:
+        return TokenRecord(
+            token_id=row[0],
+            secret_hash=row[1],
+            principal=row[2],
+            on_behalf_of=row[3],
+            scopes=tuple(json.loads(row[4])),
+            created_at=row[5],
+            expires_at=row[6],
+            revoked_at=row[7],
+            label=row[8],
+        )
+
+    def put_token(self, record: TokenRecord) -> None:
+        """Keep a new token record (hash only)."""
+        db = self._connection()
+        with self._immediate(db):
+            db.execute(
+                f"INSERT INTO tokens ({self._TOKEN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    record.token_id,
+                    record.secret_hash,
+                    record.principal,
+                    record.on_behalf_of,
+                    json.dumps(list(record.scopes)),
+                    record.created_at,
+                    record.expires_at,
+                    record.revoked_at,
+                    record.label,
+                ),
+            )
+
+    def token(self, token_id: str) -> TokenRecord | None:
+        """One token record by id."""
+        row = (
+            self._connection()
+            .execute(f"SELECT {self._TOKEN_COLUMNS} FROM tokens WHERE id = ?", (token_id,))
+            .fetchone()
+        )
+        return None if row is None else self._token(row)
+
+    def tokens(self, principal: str | None = None) -> list[TokenRecord]:
+        """Token records, oldest first."""
+        sql = f"SELECT {self._TOKEN_COLUMNS} FROM tokens"
+        params: tuple[str, ...] = ()
+        if principal is not None:
+            sql += " WHERE principal = ?"
+            params = (principal,)
+        rows = self._connection().execute(sql + " ORDER BY created_at, id", params)
+        return [self._token(row) for row in rows]
+
+    def revoke_token(self, token_id: str, at: str) -> bool:
+        """Mark a token revoked; False when there is no unrevoked token with that id."""
+        db = self._connection()
+        with self._immediate(db):
+            cursor = db.execute(
+                "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (at, token_id),
+            )
+        return bool(cursor.rowcount)
+
+    # The erasure flag is per thread: a server runs transactions on many threads at once,
+    # and one thread's write must not clear another's pending compaction.
+    @property
+    def _erased(self) -> bool:
+        return bool(getattr(self._local, "erased", False))
+
+    @_erased.setter
+    def _erased(self, value: bool) -> None:
+        self._local.erased = value
 
     def compact(self) -> None:
         """Truncate the WAL after an erasure so no old page image survives in it."""
