@@ -245,6 +245,7 @@ class Memory:
     redacted: bool = False
     recorded_at: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    stamps: Mapping[str, Any] = field(default_factory=dict)
     entry_hash: str = ""
     seq: int = 0
 

@@ -15,8 +15,11 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 
+from ledgermind.core.chain import INJECTION_TAG
 from ledgermind.core.errors import FormatError
 from ledgermind.core.records import Memory
+from ledgermind.formats import foreign
+from ledgermind.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
 
 NAME = "hux"
 SCHEMA_ID = "https://hermes.bstein.dev/contracts/hux/v1/memory.schema.json"
@@ -152,3 +155,82 @@ def decode(data: bytes, *, name: str = "memories.json") -> list[dict[str, Any]]:
         validate(record, where=f"{name}:{number}")
         records.append(record)
     return records
+
+
+_IMPORTED_STATUSES = ("proposed", "active")
+_UNMAPPED = ("owner", "status", "approval_mode", "audit", "supersedes", "retrievable", "revision")
+
+
+def item(record: dict[str, Any], where: str) -> Item | Refusal:
+    """One validated HUX record as a memory to import."""
+    status = record["status"]
+    if status not in _IMPORTED_STATUSES:
+        return Refusal(where, f"{status} in the source; only proposed and active are imported")
+    identity = record.get("identity", {})
+    source = record["source"]
+    fields: dict[str, Any] = {
+        "kind": record["kind"],
+        "topic": record.get("topic", "general"),
+        "scope": (
+            record["scope"]["level"]
+            if "scope_id" not in record["scope"]
+            else f"{record['scope']['level']}:{record['scope']['scope_id']}"
+        ),
+        "ttl": record["ttl"],
+        "sensitivity": record["sensitivity"],
+        "reason": record["reason"],
+    }
+    for key, name in (("path", "path"), ("title", "title"), ("type", "page_type")):
+        if key in identity:
+            fields[name] = identity[key]
+    if "partition" in identity:
+        fields["partition"] = identity["partition"]
+    tags = [t for t in identity.get("tags", ()) if t != INJECTION_TAG]
+    if tags:
+        fields["tags"] = foreign.clean_tags(tags)
+    if "session" in source:
+        fields["session"] = source["session"]
+    if "ref" in source:
+        fields["evidence"] = source["ref"]
+    sha = foreign.record_sha256(record)
+    x_import: dict[str, Any] = {
+        "format": NAME,
+        "id": record["id"],
+        "sha256": sha,
+        "recorded_at": record["created_at"],
+        "source": dict(source),
+    }
+    unmapped = {k: record[k] for k in _UNMAPPED if k in record}
+    x_import["fields"] = unmapped
+    # Only what the person said in their own words stays a user statement.
+    channel = source["channel"] if source["channel"] != "user" else "user"
+    return Item(
+        content=record["content"],
+        where=where,
+        key=(record["id"], sha),
+        fields=fields,
+        channel=channel,
+        status="proposed" if status == "proposed" else None,
+        x_import=x_import,
+        stamps={"key": [record["id"], sha]},
+    )
+
+
+def items(data: bytes, *, name: str = "memories.json", **_: Any) -> Decoded:
+    """HUX records (validated first, all of them) as memories to import."""
+    records = decode(data, name=name)
+    out: list[Item] = []
+    refused: list[Refusal] = []
+    for index, record in enumerate(records):
+        result = item(record, f"{name}: item {index}")
+        (out if isinstance(result, Item) else refused).append(result)  # type: ignore[arg-type]
+    return out, refused
+
+
+def sniff(data: bytes, filename: str = "") -> bool:
+    """JSON or JSON Lines whose first record says ``"schema": "hux.memory.v1"``."""
+    head = data.lstrip()[:65536]
+    return head[:1] in (b"[", b"{") and b'"hux.memory.v1"' in head
+
+
+CODEC = register(FunctionCodec(NAME, sniff, items, "HUX memory records (JSON or JSON Lines)"))

@@ -1,0 +1,160 @@
+"""YAML 1.2 frontmatter: a strict reader and a small deterministic writer.
+
+PCP validates frontmatter "as the JSON data model of YAML 1.2's core schema (timestamps are
+strings)". The reader is ruamel.yaml's pure safe loader set to 1.2, with the timestamp tag
+read as the string it is, so ``2026-01-08`` and ``yes`` stay strings. The writer emits block
+YAML whose every string that could read as anything else is double-quoted (JSON escapes, which
+YAML's double-quoted style shares), so what it writes reads back as the same JSON data under
+YAML 1.2 and 1.1 alike, and the same data always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import SafeConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from ledgermind.core.errors import FormatError
+
+MAX_NODES = 10_000  # values in one frontmatter; aliases count each time they are reached
+
+
+class _Constructor(SafeConstructor):
+    """The safe constructor, but a timestamp stays a string (YAML 1.2 core schema)."""
+
+
+_Constructor.add_constructor(
+    "tag:yaml.org,2002:timestamp",
+    lambda self, node: self.construct_scalar(node),
+)
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./@+-]*(?: [A-Za-z0-9_./@+-]+)*$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_SPECIAL = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "nan", "inf"}
+# Characters YAML does not allow raw in a double-quoted scalar (outside its printable set),
+# and the ones YAML 1.1 readers take for line breaks (NEL, LS, PS).
+_NONPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def load(text: str, *, where: str, first_line: int = 1) -> Any:
+    """Parse YAML 1.2 text; a FormatError names ``where`` and the line of the defect."""
+    reader = YAML(typ="safe", pure=True)
+    reader.version = (1, 2)
+    reader.Constructor = _Constructor
+    try:
+        value = reader.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + (mark.line if mark is not None else 0)
+        problem = exc.problem or exc.context or "malformed YAML"
+        raise FormatError(
+            f"{where}:{line}: bad YAML ({problem})", file=where.split(":")[0], line=line
+        ) from exc
+    except (YAMLError, ValueError, TypeError) as exc:
+        raise FormatError(f"{where}:{first_line}: bad YAML ({exc})", line=first_line) from exc
+    _count(value, where)
+    return value
+
+
+def _count(value: Any, where: str) -> None:
+    """Refuse documents that expand past MAX_NODES values (alias bombs)."""
+    budget = MAX_NODES
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise FormatError(f"{where}: frontmatter has more than {MAX_NODES} values")
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _string(value: str) -> str:
+    if _PLAIN.match(value) and value.lower() not in _SPECIAL and not value.endswith((":", ".")):
+        return value
+    quoted = json.dumps(value, ensure_ascii=False)
+    return _NONPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
+def scalar(value: Any) -> str:
+    """One scalar as YAML text that reads back as the same JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise FormatError(f"cannot write the number {value!r} in frontmatter")
+        return repr(value)
+    if isinstance(value, str):
+        return _string(value)
+    raise FormatError(f"cannot write a {type(value).__name__} in frontmatter")
+
+
+def _key(key: Any) -> str:
+    if not isinstance(key, str):
+        raise FormatError(f"frontmatter keys are strings; got {key!r}")
+    if _PLAIN_KEY.match(key) and key.lower() not in _SPECIAL:
+        return key
+    return _flow(key)
+
+
+def _flow(value: Any) -> str:
+    """A nested list inside a list, written as JSON (valid YAML flow)."""
+    return _NONPRINTABLE.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False)
+    )
+
+
+def _lines(value: Mapping[str, Any], indent: int) -> list[str]:
+    pad = " " * indent
+    out: list[str] = []
+    for key, item in value.items():
+        name = _key(key)
+        if isinstance(item, Mapping):
+            if not item:
+                out.append(f"{pad}{name}: {{}}")
+            else:
+                out.append(f"{pad}{name}:")
+                out.extend(_lines(item, indent + 2))
+        elif isinstance(item, list | tuple):
+            if not item:
+                out.append(f"{pad}{name}: []")
+            else:
+                out.append(f"{pad}{name}:")
+                out.extend(_items(item, indent + 2))
+        else:
+            out.append(f"{pad}{name}: {scalar(item)}")
+    return out
+
+
+def _items(values: Sequence[Any], indent: int) -> list[str]:
+    pad = " " * indent
+    out: list[str] = []
+    for item in values:
+        if isinstance(item, Mapping) and item:
+            inner = _lines(item, indent + 2)
+            out.append(f"{pad}- {inner[0].lstrip()}")
+            out.extend(inner[1:])
+        elif isinstance(item, Mapping):
+            out.append(f"{pad}- {{}}")
+        elif isinstance(item, list | tuple):
+            out.append(f"{pad}- {_flow(list(item))}")
+        else:
+            out.append(f"{pad}- {scalar(item)}")
+    return out
+
+
+def dump(value: Mapping[str, Any]) -> str:
+    """Block YAML for a mapping of JSON data, one line per scalar, ending with a newline."""
+    return "".join(line + "\n" for line in _lines(value, 0))

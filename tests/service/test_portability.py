@@ -1,0 +1,369 @@
+"""Export and import through the facade: PCP archives (the export checklist), idempotency,
+malformed input leaving the ledger unchanged, foreign formats carrying ``x_import``."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import zipfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from ledgermind.config import load_policy
+from ledgermind.core.errors import FormatError
+from ledgermind.formats import archive, pcp
+from ledgermind.service import portability
+from ledgermind.service.memory import Memory
+from ledgermind.storage.sqlite import SQLiteStore
+from tests.conftest import StepClock
+
+AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+GOLDEN = Path(__file__).resolve().parents[1] / "formats" / "golden"
+OWNER = "human:alice"
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Callable[[], Memory]:
+    made: list[Memory] = []
+
+    def make() -> Memory:
+        store = SQLiteStore(tmp_path / f"db{len(made)}" / "ledgermind.db")
+        m = Memory(store, policy=load_policy(None), principal=OWNER, clock=StepClock())
+        made.append(m)
+        return m
+
+    return make
+
+
+def populate(memory: Memory, *, forgotten: bool = False) -> None:
+    memory.remember("I prefer green tea", kind="preference", tags=["tea"], title="Tea")
+    proposed = memory.remember(
+        "Alice runs marathons", actor="agent:bot", owner=OWNER, channel="synthesis"
+    )
+    memory.approve(proposed.id, note="yes")
+    rejected = memory.remember("Alice likes jazz", actor="agent:bot", owner=OWNER, channel="tool")
+    memory.reject(rejected.id)
+    memory.remember("Alice may like opera", actor="agent:bot", owner=OWNER, channel="synthesis")
+    memory.remember(
+        "yes: 2026-01-01 is a date", path="style/voice", sensitivity="sensitive", importance=0.5
+    )
+    hidden = memory.remember(
+        "a hidden memory", relations=[{"rel": "about", "target": "style/voice"}]
+    )
+    memory.hide(hidden.id)
+    if forgotten:
+        gone = memory.remember("forget me")
+        memory.forget(gone.id)
+        erased = memory.remember("erase me")
+        memory.redact(erased.id, reason="erasure request")
+
+
+def files_of(data: bytes) -> dict[str, bytes]:
+    return archive.read(data, where="test")
+
+
+def head(memory: Memory) -> object:
+    return memory.store.tip(OWNER)
+
+
+# -- the PCP export checklist (E1 to E9) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("container", ["tar", "zip"])
+def test_e1_archive_is_readable_as_tar_or_zip(fresh: Callable[[], Memory], container: str) -> None:
+    memory = fresh()
+    populate(memory)
+    data = portability.export_archive(memory, at=AT, container=container).data
+    if container == "zip":
+        with zipfile.ZipFile(io.BytesIO(data)) as archive_file:
+            assert archive_file.testzip() is None
+            assert archive_file.namelist()[0] == "manifest.json"
+    else:
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive_file:
+            assert archive_file.getnames()[0] == "manifest.json"
+
+
+def test_e2_manifest_validates_and_every_page_validates(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    populate(memory, forgotten=True)
+    files = files_of(portability.export_archive(memory, at=AT).data)
+    manifest = json.loads(files["manifest.json"])
+    assert not list(archive.manifest_validator().iter_errors(manifest))
+    assert manifest["pcp_version"] == "0.3"
+    assert not list(archive.profile_validator().iter_errors(json.loads(files[archive.PROFILE])))
+    pages = [name for name in files if name.startswith("memory/")]
+    for name in pages:
+        pcp.decode_page(files[name], where=name)  # raises unless the page schema validates
+
+
+def test_e3_checksums_are_right_both_ways(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    populate(memory)
+    files = files_of(portability.export_archive(memory, at=AT).data)
+    manifest = json.loads(files["manifest.json"])
+    listed = {f["path"]: f for f in manifest["files"]}
+    assert set(listed) == set(files) - {"manifest.json"}
+    for path, entry in listed.items():
+        assert pcp.sha256_bytes(files[path]) == entry["sha256"]
+        assert len(files[path]) == entry["bytes"]
+
+
+def test_e4_page_count_is_true(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    populate(memory, forgotten=True)
+    files = files_of(portability.export_archive(memory, at=AT).data)
+    manifest = json.loads(files["manifest.json"])
+    pages = [n for n in files if n.startswith("memory/") and n.endswith(".md")]
+    assert manifest["memory"]["page_count"] == len(pages) == 6
+    assert manifest["memory"]["sensitive_page_count"] == 1
+
+
+def test_e5_no_absolute_or_climbing_paths(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    populate(memory)
+    data = portability.export_archive(memory, at=AT).data
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive_file:
+        names = archive_file.getnames()
+    for name in names:
+        assert not name.startswith("/")
+        assert ".." not in name.split("/")
+
+
+def test_e6_no_credentials_anywhere(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    populate(memory)
+    memory.remember("my password is hunter2-canary")  # the policy never stores it
+    files = files_of(portability.export_archive(memory, at=AT).data)
+    manifest = json.loads(files["manifest.json"])
+    assert all(c["credentials_included"] is False for c in manifest.get("connections", []))
+    assert all(b"hunter2" not in data for data in files.values())
+
+
+def test_e7_pages_travel_byte_identical(fresh: Callable[[], Memory]) -> None:
+    source = fresh()
+    populate(source)
+    first = files_of(portability.export_archive(source, at=AT).data)
+    target = fresh()
+    portability.import_bytes(
+        target, portability.export_archive(source, at=AT).data, name="a.tar", mode="restore"
+    )
+    second = files_of(portability.export_archive(target, at=AT).data)
+    pages = [n for n in first if n.startswith("memory/")]
+    assert pages
+    assert all(first[n] == second[n] for n in pages)
+
+
+def test_e8_omitted_memories_are_declared(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    populate(memory, forgotten=True)
+    memory.remember("my password is hunter2-canary")
+    manifest = json.loads(files_of(portability.export_archive(memory, at=AT).data)["manifest.json"])
+    declared = {o["what"]: o["reason"] for o in manifest["omitted"]}
+    assert declared == {
+        "1 forgotten memory": "unsupported",
+        "1 no_store memory": "unsupported",
+        "1 redacted memory": "unsupported",
+    }
+
+
+@pytest.mark.parametrize("container", ["tar", "zip"])
+def test_e9_export_restore_export_is_byte_identical(
+    fresh: Callable[[], Memory], container: str
+) -> None:
+    source = fresh()
+    populate(source)
+    first = portability.export_archive(source, at=AT, container=container).data
+    target = fresh()
+    report = portability.import_bytes(target, first, name=f"a.{container}", mode="restore")
+    assert len(report.created) == 6
+    assert not report.refused
+    assert portability.export_archive(target, at=AT, container=container).data == first
+    assert all(r.ok for r in target.verify())
+
+
+def test_e9_own_export_is_imported_with_x_import(fresh: Callable[[], Memory]) -> None:
+    source = fresh()
+    populate(source)
+    data = portability.export_archive(source, at=AT).data
+    target = fresh()
+    report = portability.import_bytes(target, data, name="a.tar", at=AT)
+    assert len(report.created) == 5  # the rejected page is refused, not resurrected
+    assert [r.reason for r in report.refused] == ["rejected in the source; not imported"]
+    by_title = {m.title: m for m in target.memories(OWNER)}
+    tea = by_title["Tea"]
+    assert tea.status == "active"
+    assert tea.extra["x_import"]["format"] == "pcp"
+    assert tea.extra["x_import"]["exporter"] == "ledgermind"
+    assert tea.recorded_at == tea.extra["x_import"]["at"] == "2026-11-29T12:00:00.000Z"
+    assert by_title["Alice may like opera"].status == "proposed"  # agent-made: proposed
+    assert by_title["yes: 2026-01-01 is a date"].sensitivity == "sensitive"
+
+
+def test_archive_with_forgotten_memories_differs_only_in_omitted(
+    fresh: Callable[[], Memory],
+) -> None:
+    source = fresh()
+    populate(source, forgotten=True)
+    first = files_of(portability.export_archive(source, at=AT).data)
+    target = fresh()
+    portability.import_bytes(
+        target, portability.export_archive(source, at=AT).data, name="a.tar", mode="restore"
+    )
+    second = files_of(portability.export_archive(target, at=AT).data)
+    assert {n for n in first if first[n] != second.get(n)} == {"manifest.json"}
+    one, two = json.loads(first["manifest.json"]), json.loads(second["manifest.json"])
+    one.pop("omitted")
+    assert one == two
+
+
+# -- idempotency ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["import", "restore"])
+def test_importing_the_same_archive_twice_leaves_the_head_unchanged(
+    fresh: Callable[[], Memory], mode: str
+) -> None:
+    source = fresh()
+    populate(source)
+    data = portability.export_archive(source, at=AT).data
+    target = fresh()
+    portability.import_bytes(target, data, name="a.tar", mode=mode)
+    before = head(target)
+    again = portability.import_bytes(target, data, name="a.tar", mode=mode)
+    assert head(target) == before
+    assert again.created == []
+    assert again.unchanged >= 5
+
+
+def test_importing_mem0_twice_creates_nothing_new(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    data = (GOLDEN / "mem0_get_all.json").read_bytes()
+    first = portability.import_bytes(memory, data, name="mem0.json", at=AT)
+    assert len(first.created) == 5
+    before = head(memory)
+    assert portability.import_bytes(memory, data, name="mem0.json").unchanged == 5
+    assert head(memory) == before
+
+
+# -- malformed input -----------------------------------------------------------------------------
+
+
+def tar_of(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def exported_files(memory: Memory) -> dict[str, bytes]:
+    populate(memory)
+    return files_of(portability.export_archive(memory, at=AT).data)
+
+
+def rebuilt(files: dict[str, bytes], **changes: bytes) -> bytes:
+    """An archive with some files replaced and the manifest's checksums fixed up."""
+    files = {**files, **changes}
+    manifest = json.loads(files["manifest.json"])
+    for entry in manifest["files"]:
+        entry["sha256"] = pcp.sha256_bytes(files[entry["path"]])
+        entry["bytes"] = len(files[entry["path"]])
+    files["manifest.json"] = json.dumps(manifest).encode()
+    return tar_of(files)
+
+
+def assert_refused(memory: Memory, data: bytes, match: str, name: str = "bad.tar") -> None:
+    before = head(memory)
+    with pytest.raises(FormatError, match=match):
+        portability.import_bytes(memory, data, name=name)
+    assert head(memory) == before
+
+
+def test_bad_yaml_names_the_file_and_line(fresh: Callable[[], Memory]) -> None:
+    files = exported_files(fresh())
+    page = next(n for n in files if n.startswith("memory/"))
+    broken = files[page].replace(b"sensitivity: normal", b"sensitivity: [normal", 1)
+    assert_refused(fresh(), rebuilt(files, **{page: broken}), rf"{page}:\d+: bad YAML")
+
+
+def test_wrong_types_in_frontmatter_are_refused(fresh: Callable[[], Memory]) -> None:
+    files = exported_files(fresh())
+    page = next(n for n in files if n.startswith("memory/"))
+    broken = files[page].replace(b"sensitivity: normal", b"sensitivity: 3", 1)
+    assert_refused(
+        fresh(), rebuilt(files, **{page: broken}), rf"{page}:\d+: frontmatter sensitivity"
+    )
+
+
+def test_a_path_that_climbs_out_is_refused(fresh: Callable[[], Memory]) -> None:
+    files = exported_files(fresh())
+    assert_refused(fresh(), tar_of({**files, "../evil.md": b"x"}), "climbs out")
+
+
+def test_a_checksum_mismatch_is_refused(fresh: Callable[[], Memory]) -> None:
+    files = exported_files(fresh())
+    page = next(n for n in files if n.startswith("memory/"))
+    assert_refused(fresh(), tar_of({**files, page: files[page] + b"x"}), "checksum")
+
+
+def test_an_unlisted_file_is_refused(fresh: Callable[[], Memory]) -> None:
+    files = exported_files(fresh())
+    assert_refused(fresh(), tar_of({**files, "memory/extra.md": b"---\n"}), "not in the manifest")
+
+
+def test_truncated_archive_is_refused(fresh: Callable[[], Memory]) -> None:
+    source = fresh()
+    populate(source)
+    data = portability.export_archive(source, at=AT, container="zip").data
+    assert_refused(fresh(), data[: len(data) // 2], "not a readable", name="cut.zip")
+
+
+def test_a_zip_bomb_is_refused(fresh: Callable[[], Memory]) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bomb:
+        bomb.writestr("memory/bomb.md", b"0" * (8 << 20))
+    assert_refused(fresh(), buffer.getvalue(), "zip bomb", name="bomb.zip")
+
+
+def test_an_oversize_member_is_refused(fresh: Callable[[], Memory]) -> None:
+    limits = archive.Limits(max_file_bytes=100)
+    with pytest.raises(FormatError, match="per-file limit"):
+        archive.read(tar_of({"memory/a.md": b"x" * 101}), where="big.tar", limits=limits)
+
+
+def test_too_many_members_are_refused() -> None:
+    limits = archive.Limits(max_members=2)
+    data = tar_of({f"memory/{i}.md": b"x" for i in range(3)})
+    with pytest.raises(FormatError, match="more than 2 members"):
+        archive.read(data, where="many.tar", limits=limits)
+
+
+def test_truncated_json_names_the_line(fresh: Callable[[], Memory]) -> None:
+    data = (GOLDEN / "mem0_get_all.json").read_bytes()[:300]
+    assert_refused(fresh(), data, r"mem0.json:\d+: not valid JSON", name="mem0.json")
+
+
+def test_a_broken_chain_names_the_first_broken_line(fresh: Callable[[], Memory]) -> None:
+    source = fresh()
+    source.remember("one")
+    source.remember("two")
+    log = source.export("personaxis")[0].decode().split("\n")
+    log[1] = log[1].replace("two", "tw0")
+    target = fresh()
+    assert_refused(
+        target,
+        "\n".join(log).encode(),
+        r"episodic.jsonl:2: the chain is broken at entry #1",
+        name="episodic.jsonl",
+    )
+
+
+def test_wrong_types_in_a_mem0_record_are_refused(fresh: Callable[[], Memory]) -> None:
+    data = json.dumps({"results": [{"id": "x", "memory": 3}]}).encode()
+    assert_refused(fresh(), data, r"results\[0\]: 'memory' must be str", name="mem0.json")
