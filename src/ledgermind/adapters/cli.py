@@ -61,12 +61,26 @@ class Context:
         self.settings = settings
         self.as_json = as_json
         self._memory: Memory | None = None
+        self._swept = False
 
     @property
     def memory(self) -> Memory:
         if self._memory is None:
             self._memory = build_memory(self.settings)
         return self._memory
+
+    @property
+    def writer(self) -> Memory:
+        """The Memory for a command that writes: retention is swept first ("run on start").
+
+        A CLI has no background worker, so every write command expires and erases what
+        retention says is over before it writes (docs/ledger.md, "Retention").
+        """
+        memory = self.memory
+        if not self._swept:
+            memory.sweep()
+            self._swept = True
+        return memory
 
     def close(self) -> None:
         if self._memory is not None:
@@ -236,7 +250,7 @@ def remember(
     """Remember TEXT; the policy decides whether it is kept, proposed or not stored."""
     ctx = _ctx(obj, as_json)
     with handled(ctx):
-        memory = ctx.memory
+        memory = ctx.writer
         actor = memory.principal
         result = memory.remember(
             text,
@@ -369,7 +383,7 @@ def _transition(name: str, doc: str) -> None:
     ) -> None:
         ctx = _ctx(obj, as_json)
         with handled(ctx):
-            method = getattr(ctx.memory, name)
+            method = getattr(ctx.writer, name)
             memory = method(memory_id, owner=owner, note=note)
             emit(
                 ctx,
@@ -396,7 +410,7 @@ def edit(
     """Supersede a memory with new TEXT (a new memory; the old one leaves retrieval)."""
     ctx = _ctx(obj, as_json)
     with handled(ctx):
-        result = ctx.memory.edit(memory_id, text, owner=owner, reason=reason)
+        result = ctx.writer.edit(memory_id, text, owner=owner, reason=reason)
         emit(
             ctx,
             {**result.to_dict(), "supersedes": memory_id},
@@ -416,7 +430,7 @@ def forget(obj: Context, memory_id: str, owner: str | None, reason: str, as_json
     """Forget a memory at once (a tombstone); `redact` erases its bytes."""
     ctx = _ctx(obj, as_json)
     with handled(ctx):
-        memory = ctx.memory.forget(memory_id, owner=owner, reason=reason)
+        memory = ctx.writer.forget(memory_id, owner=owner, reason=reason)
         emit(
             ctx,
             memory.to_dict(),
@@ -439,7 +453,7 @@ def redact(
     with handled(ctx):
         if not yes and sys.stdin.isatty() and not ctx.as_json:
             click.confirm(f"Erase the text of {memory_id} for good?", abort=True)
-        memory = ctx.memory.redact(memory_id, owner=owner, reason=reason)
+        memory = ctx.writer.redact(memory_id, owner=owner, reason=reason)
         emit(
             ctx,
             memory.to_dict(),

@@ -507,10 +507,14 @@ class Memory:
         whose = self._owner(owner, who)
         if on_behalf_of is not None:
             check_principal(on_behalf_of, "on_behalf_of")
-        try:
-            draft = replace(draft or Draft(), **details)
-        except TypeError as exc:
-            raise InvalidInputError(f"unknown memory field: {exc}") from exc
+        unknown = sorted(set(details) - set(Draft.__dataclass_fields__))
+        if unknown:
+            raise InvalidInputError(
+                f"unknown memory field {', '.join(unknown)}; known fields:"
+                f" {', '.join(sorted(Draft.__dataclass_fields__))}",
+                field=unknown[0],
+            )
+        draft = replace(draft or Draft(), **details)
         body = check.content(text)
         self.policy.check_channel(actor=who, owner=whose, channel=channel)
         decision = self.policy.decide(

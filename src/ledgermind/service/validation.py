@@ -8,6 +8,7 @@ from typing import Any
 
 from ledgermind.core.chain import check_text
 from ledgermind.core.errors import InvalidInputError
+from ledgermind.core.events import canonical
 from ledgermind.core.records import (
     CORE_RELATIONS,
     DATE_OR_DATETIME_PATTERN,
@@ -38,7 +39,8 @@ def text(value: object, field: str, *, max_chars: int, required: bool = True) ->
     if not isinstance(value, str):
         raise InvalidInputError(f"{field} must be text; got {type(value).__name__}", field=field)
     if required and not value.strip():
-        raise InvalidInputError(f"{field} is empty; give the text to remember", field=field)
+        hint = "give the text to remember" if field == "content" else f"give a non-empty {field}"
+        raise InvalidInputError(f"{field} is empty; {hint}", field=field)
     if len(value) > max_chars:
         raise InvalidInputError(
             f"{field} is {len(value)} characters; the limit is {max_chars}. "
@@ -231,4 +233,12 @@ def extra(values: object) -> dict[str, Any]:
     for key in values:
         if not isinstance(key, str) or not _EXTRA_KEY.match(key):
             raise InvalidInputError(f"extra key {key!r} must look like x_name or x-name")
+    try:
+        canonical(values)
+    except (ValueError, TypeError) as exc:  # rfc8785's errors are ValueErrors
+        raise InvalidInputError(
+            f"extra values must be JSON data (text, numbers, true/false, null, lists and"
+            f" mappings of text keys); {exc}",
+            field="extra",
+        ) from exc
     return dict(values)
