@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["bench.ledger", "bench.locomo", "bench.scale"]
+BENCHMARKS = ["bench.ledger", "bench.locomo", "bench.scale", "bench.portability"]
 
 
 def main() -> int:

@@ -157,4 +157,6 @@ def _items(values: Sequence[Any], indent: int) -> list[str]:
 
 def dump(value: Mapping[str, Any]) -> str:
     """Block YAML for a mapping of JSON data, one line per scalar, ending with a newline."""
+    if not value:
+        return "{}\n"
     return "".join(line + "\n" for line in _lines(value, 0))

@@ -1,0 +1,122 @@
+"""Export and import throughput at 10k memories: ``python -m bench.portability [N]``.
+
+Fills a fresh SQLite ledger with N memories, then times: PCP archive export (tar), restore of
+that archive into an empty ledger, import (x_import) of it into another, a second import of
+the same archive (idempotent: nothing written), and HUX / personaxis export. Results go to
+the ``bench:portability`` section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ledgermind.config import load_policy
+from ledgermind.service import portability
+from ledgermind.service.memory import Memory
+from ledgermind.storage.sqlite import SQLiteStore
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+START, END = "<!-- bench:portability:start -->", "<!-- bench:portability:end -->"
+OWNER = "human:alice"
+
+
+def _memory(root: Path, name: str) -> Memory:
+    return Memory(
+        SQLiteStore(root / name / "ledgermind.db"), policy=load_policy(None), principal=OWNER
+    )
+
+
+def _timed(label: str, count: int, work: Callable[[], Any], rows: list[str]) -> Any:
+    began = time.perf_counter()
+    result = work()
+    seconds = time.perf_counter() - began
+    rows.append(f"| {label} | {count} | {seconds:.2f} | {count / seconds:,.0f} |")
+    print(rows[-1], flush=True)
+    return result
+
+
+def run(n: int) -> list[str]:
+    """Time each operation on N memories; returns the table rows."""
+    rows: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        source = _memory(root, "source")
+        items = [
+            {"text": f"memory number {i}: the person likes item {i % 97}", "tags": [f"t{i % 7}"]}
+            for i in range(n)
+        ]
+        for start in range(0, n, 1000):
+            source.remember_many(items[start : start + 1000])
+        at = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+        result = _timed(
+            "export PCP archive (tar)", n, lambda: portability.export_archive(source, at=at), rows
+        )
+        _timed("export HUX (JSON)", n, lambda: source.export("hux"), rows)
+        _timed("export personaxis", n, lambda: source.export("personaxis"), rows)
+        restored = _memory(root, "restored")
+        _timed(
+            "restore PCP archive",
+            n,
+            lambda: portability.import_bytes(restored, result.data, name="a.tar", mode="restore"),
+            rows,
+        )
+        imported = _memory(root, "imported")
+        _timed(
+            "import PCP archive (x_import)",
+            n,
+            lambda: portability.import_bytes(imported, result.data, name="a.tar"),
+            rows,
+        )
+        _timed(
+            "import the same archive again (nothing written)",
+            n,
+            lambda: portability.import_bytes(imported, result.data, name="a.tar"),
+            rows,
+        )
+        for m in (source, restored, imported):
+            m.close()
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    """Run at N memories (default 10,000) and write the docs section."""
+    n = int(argv[0]) if argv else 10_000
+    rows = run(n)
+    section = "\n".join(
+        [
+            START,
+            "## Export and import (portability)",
+            "",
+            f"Machine: {platform.machine()}, {platform.processor() or 'cpu'},"
+            f" Python {platform.python_version()}, {platform.system()};"
+            f" date {datetime.now(UTC).date()}; command `python -m bench.portability {n}`.",
+            "Each memory is written in its own transaction on import and restore (per-item"
+            " refusals; SQLite `synchronous=FULL`).",
+            "",
+            "| operation | memories | seconds | memories/s |",
+            "|---|---:|---:|---:|",
+            *rows,
+            END,
+        ]
+    )
+    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        text = re.sub(
+            re.escape(START) + r".*?" + re.escape(END), lambda _: section, text, flags=re.S
+        )
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    DOC.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
