@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck pytest bench lock clean
+.PHONY: setup run demo test lint typecheck pytest browser bench lock clean
 
 setup: $(STAMP)
 
@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 run: setup
+	$(BIN)/ledgermind serve --first-token
+
+demo: setup
 	$(BIN)/python -m ledgermind.adapters.walkthrough
 
 test: setup lint typecheck pytest
@@ -27,8 +30,12 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy src
 
-pytest: setup
+pytest: setup browser
 	$(BIN)/pytest -q
+
+# The browser test drives Debian's chromium (installed once, as root or with sudo).
+browser:
+	scripts/install-chromium.sh
 
 bench: setup
 	$(BIN)/python -m bench

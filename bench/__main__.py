@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["bench.ledger", "bench.locomo", "bench.scale", "bench.portability"]
+BENCHMARKS = ["bench.ledger", "bench.locomo", "bench.scale", "bench.portability", "bench.server"]
 
 
 def main() -> int:
