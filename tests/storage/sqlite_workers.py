@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from ledgermind.config import load_policy
 from ledgermind.service.memory import Memory
@@ -11,13 +12,17 @@ from ledgermind.storage.sqlite import SQLiteStore
 
 
 def append(
-    path: str, owner: str, worker: int, count: int, start_at: float, batch: int
-) -> list[str]:
-    """Wait for the common start, then remember ``count`` items; returns the acknowledged ids."""
+    path: str, owner: str, worker: int, count: int, start: Any, batch: int
+) -> tuple[list[str], float, float]:
+    """Wait until every worker is ready (``start`` is a shared barrier), then remember items.
+
+    Returns the acknowledged ids, and when the first write began and the last one ended.
+    """
     acknowledged: list[str] = []
     store = SQLiteStore(Path(path))
     with Memory(store, policy=load_policy(None), principal=owner) as memory:
-        time.sleep(max(0.0, start_at - time.time()))
+        start.wait()
+        began = time.time()
         done = 0
         while done < count:
             size = min(batch, count - done)
@@ -27,4 +32,5 @@ def append(
             else:
                 acknowledged.extend(r.id for r in memory.remember_many(texts))
             done += size
-    return acknowledged
+        ended = time.time()
+    return acknowledged, began, ended
