@@ -1026,6 +1026,8 @@ class Memory:
             left, right = rebuilt.get(memory_id), stored.get(memory_id)
             if left is None or right is None:
                 return False, {"memory": memory_id, "field": "existence"}
+            if left == right:
+                continue
             a, b = left.to_dict(), right.to_dict()
             for name in a:
                 if a[name] != b.get(name):
