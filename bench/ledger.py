@@ -68,7 +68,10 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} cores, {ram}; {platform.system()} {platform.release()}"
+    load = ""
+    if hasattr(os, "getloadavg"):
+        load = f"; load average {os.getloadavg()[0]:.1f} when the run ended"
+    return f"{model}, {os.cpu_count()} cores, {ram}; {platform.system()} {platform.release()}{load}"
 
 
 def open_memory(home: Path) -> Memory:
