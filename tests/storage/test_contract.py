@@ -264,3 +264,24 @@ def test_checkpoint_replies_are_kept_per_owner(any_store: Store) -> None:
         assert tx.find_reply("msg-1") == reply
     with any_store.write(BOB) as tx:
         assert tx.find_reply("msg-1") is None
+
+
+def test_tokens_are_kept_listed_and_revoked(any_store: Store) -> None:
+    from ledgermind.core.access import TokenRecord
+
+    first = TokenRecord("tok_a", "h" * 64, ALICE, ("memory:read",), "2026-11-29T10:00:00.000Z")
+    second = TokenRecord(
+        "tok_b", "g" * 64, "agent:helper", ("memory:write", "memory:read"),
+        "2026-11-29T10:00:01.000Z", on_behalf_of=ALICE, label="helper",
+    )  # fmt: skip
+    any_store.put_token(first)
+    any_store.put_token(second)
+    assert any_store.token("tok_b") == second
+    assert any_store.token("tok_nope") is None
+    assert any_store.tokens() == [first, second]
+    assert any_store.tokens(ALICE) == [first]
+    assert any_store.revoke_token("tok_a", "2026-11-29T11:00:00.000Z")
+    assert not any_store.revoke_token("tok_a", "2026-11-29T12:00:00.000Z")
+    revoked = any_store.token("tok_a")
+    assert revoked is not None
+    assert revoked.revoked_at == "2026-11-29T11:00:00.000Z"

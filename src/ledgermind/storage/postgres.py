@@ -26,6 +26,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry, sha256_hex
 from ledgermind.core.checkpoints import StoredReply
 from ledgermind.core.errors import InvalidInputError, StorageError
@@ -500,6 +501,76 @@ class PostgresStore:
         literal = _vector(embedding)
         rows = self._connection().execute(statement, [literal, *params, literal, limit]).fetchall()
         return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+    # -- bearer tokens (hashed; see core.access) ------------------------------------------
+
+    _TOKEN_COLUMNS = sql.SQL(
+        "id, secret_hash, principal, on_behalf_of, scopes, created_at, expires_at, revoked_at,"
+        " label"
+    )
+
+    @staticmethod
+    def _token(row: Sequence[Any]) -> TokenRecord:
+        return TokenRecord(
+            token_id=row[0],
+            secret_hash=row[1],
+            principal=row[2],
+            on_behalf_of=row[3],
+            scopes=tuple(row[4]),
+            created_at=row[5],
+            expires_at=row[6],
+            revoked_at=row[7],
+            label=row[8],
+        )
+
+    def put_token(self, record: TokenRecord) -> None:
+        """Keep a new token record (hash only)."""
+        self._connection().execute(
+            sql.SQL("INSERT INTO tokens ({}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)").format(
+                self._TOKEN_COLUMNS
+            ),
+            (
+                record.token_id,
+                record.secret_hash,
+                record.principal,
+                record.on_behalf_of,
+                list(record.scopes),
+                record.created_at,
+                record.expires_at,
+                record.revoked_at,
+                record.label,
+            ),
+        )
+
+    def token(self, token_id: str) -> TokenRecord | None:
+        """One token record by id."""
+        row = (
+            self._connection()
+            .execute(
+                sql.SQL("SELECT {} FROM tokens WHERE id = %s").format(self._TOKEN_COLUMNS),
+                (token_id,),
+            )
+            .fetchone()
+        )
+        return None if row is None else self._token(row)
+
+    def tokens(self, principal: str | None = None) -> list[TokenRecord]:
+        """Token records, oldest first."""
+        statement = sql.SQL("SELECT {} FROM tokens").format(self._TOKEN_COLUMNS)
+        params: tuple[str, ...] = ()
+        if principal is not None:
+            statement = sql.SQL("{} WHERE principal = %s").format(statement)
+            params = (principal,)
+        order = sql.SQL('{} ORDER BY created_at COLLATE "C", id COLLATE "C"').format(statement)
+        return [self._token(row) for row in self._connection().execute(order, params)]
+
+    def revoke_token(self, token_id: str, at: str) -> bool:
+        """Mark a token revoked; False when there is no unrevoked token with that id."""
+        cursor = self._connection().execute(
+            "UPDATE tokens SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL",
+            (at, token_id),
+        )
+        return bool(cursor.rowcount)
 
     # -- maintenance -----------------------------------------------------------------------
 
