@@ -187,3 +187,22 @@ def test_an_edit_before_redaction_keeps_the_new_memory(memory: Memory) -> None:
     memory.redact(old.id, reason="erase")
     assert memory.get(new.id).content == "version two"
     assert [h.memory.id for h in memory.recall("version")] == [new.id]
+
+
+def test_a_proposed_edit_supersedes_only_when_the_owner_approves_it(memory: Memory) -> None:
+    original = memory.remember("I live in Lyon")
+    tip = memory.store.tip(ALICE)
+    pending = memory.edit(original.id, "Alice lives in Paris", actor="agent:bot")
+    assert pending.status == "proposed"
+    assert memory.get(original.id).status == "active"  # an agent cannot retire it by proposing
+    assert [h.memory.id for h in memory.recall("Lyon")] == [original.id]
+    rejected = memory.edit(original.id, "Alice lives in Rome", actor="agent:bot")
+    memory.reject(rejected.id)
+    assert memory.get(original.id).status == "active"
+    memory.approve(pending.id)
+    old = memory.get(original.id)
+    assert (old.status, old.superseded_by, old.content) == ("forgotten", pending.id, "")
+    assert old.audit[-1].action == "superseded"
+    assert [h.memory.id for h in memory.recall("Paris Lyon")] == [pending.id]
+    assert memory.store.tip(ALICE).length == tip.length + 4  # two edits, a reject, an approve
+    assert all(r.ok for r in memory.verify())

@@ -151,19 +151,13 @@ def apply(memories: dict[str, Memory], record: Record, owner: str) -> None:
         return
     if event.event == "edit":
         old_id = event.supersedes or ""
-        old = _get(memories, old_id)
-        check_transition(old, "edit")
-        memories[old_id] = _step(
-            old,
-            entry,
-            event,
-            status="forgotten",
-            retrievable=False,
-            content="",
-            superseded_by=event.memory,
-            audit=_audit(old, AuditItem(entry.ts, "superseded", event.actor, f"by {event.memory}")),
-        )
-        memories[event.memory] = _created(event, entry, record.seq, owner)
+        check_transition(_get(memories, old_id), "edit")
+        created = _created(event, entry, record.seq, owner)
+        memories[event.memory] = created
+        # An edit the policy holds for review supersedes only once it is approved: nobody
+        # removes a memory from retrieval by proposing a replacement for it.
+        if created.status == "active":
+            _supersede(memories, old_id, created, entry, event)
         return
     if event.event == "checkpoint":
         # A session checkpoint is part of the ledger, not a memory: no projection row. Its
@@ -181,9 +175,12 @@ def apply(memories: dict[str, Memory], record: Record, owner: str) -> None:
     check_transition(memory, event.event)
     item = AuditItem(entry.ts, _ACTION[event.event], event.actor, note)
     if event.event == "approve":
-        memories[memory.id] = _step(
+        approved = _step(
             memory, entry, event, status="active", retrievable=True, audit=_audit(memory, item)
         )
+        memories[memory.id] = approved
+        if approved.supersedes:
+            _supersede(memories, approved.supersedes, approved, entry, event)
     elif event.event == "reject":
         memories[memory.id] = _step(
             memory, entry, event, status="rejected", retrievable=False, audit=_audit(memory, item)
@@ -215,6 +212,25 @@ def apply(memories: dict[str, Memory], record: Record, owner: str) -> None:
             redacted=True,
             audit=_audit(memory, item),
         )
+
+
+def _supersede(
+    memories: dict[str, Memory], old_id: str, new: Memory, entry: Entry, event: Event
+) -> None:
+    """The old memory of an edit leaves retrieval, if it is still proposed or active."""
+    old = memories.get(old_id)
+    if old is None or old.status not in ("proposed", "active"):
+        return
+    memories[old_id] = _step(
+        old,
+        entry,
+        event,
+        status="forgotten",
+        retrievable=False,
+        content="",
+        superseded_by=new.id,
+        audit=_audit(old, AuditItem(entry.ts, "superseded", event.actor, f"by {new.id}")),
+    )
 
 
 _ACTION = {

@@ -339,6 +339,11 @@ class Memory:
                 current = tx.get(memory_id)
                 if current is not None:
                     touched[memory_id] = current
+        pending = touched.get(event.memory)
+        if event.event == "approve" and pending is not None and pending.supersedes:
+            old = tx.get(pending.supersedes)  # an approved edit supersedes now
+            if old is not None:
+                touched[old.id] = old
         lifecycle.apply(touched, Record(seq, entry, meta_text, event.texts), tx.owner)
         for memory in touched.values():
             tx.put(memory)
