@@ -185,7 +185,7 @@ def check_grant(principal: str, on_behalf_of: str | None, scopes: Iterable[str])
 
 def split_token(token: str) -> tuple[str, str] | None:
     """``(token_id, secret)`` for a well-formed token string, else None."""
-    match = _TOKEN_SHAPE.match(token)
+    match = _TOKEN_SHAPE.fullmatch(token)
     return None if match is None else (match.group(1), match.group(2))
 
 

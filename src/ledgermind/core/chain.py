@@ -286,7 +286,7 @@ def entry_from_json(data: Any, *, where: str = "entry") -> Entry:
         raise FormatError(f"{where}: 'tags' must be a list of strings")
     content_hash = data.get("content_hash")
     if content_hash is not None and not (
-        isinstance(content_hash, str) and _HEX64.match(content_hash)
+        isinstance(content_hash, str) and _HEX64.fullmatch(content_hash)
     ):
         raise FormatError(f"{where}: 'content_hash' must be 64 lowercase hex digits")
     redacted = data.get("redacted", False)
@@ -310,4 +310,4 @@ def entry_from_json(data: Any, *, where: str = "entry") -> Entry:
 
 def is_canonical_ts(ts: str) -> bool:
     """True for a millisecond UTC ``Z`` timestamp."""
-    return bool(_TS.match(ts))
+    return bool(_TS.fullmatch(ts))

@@ -74,7 +74,7 @@ def check_choice(value: object, choices: tuple[str, ...], field_name: str) -> st
 
 def check_principal(value: object, field_name: str = "principal") -> str:
     """A typed principal: ``human:``, ``agent:``, ``org:`` or ``service:`` then a local id."""
-    if not isinstance(value, str) or not PRINCIPAL_PATTERN.match(value):
+    if not isinstance(value, str) or not PRINCIPAL_PATTERN.fullmatch(value):
         raise InvalidInputError(
             f"{field_name} {value!r} is not a principal; write human:NAME, agent:NAME, "
             "org:NAME or service:NAME (letters, digits and ._@+/- only, up to 128)",
@@ -109,7 +109,7 @@ class Scope:
         if self.level == "global" and self.scope_id is not None:
             raise InvalidInputError("a global scope takes no id; write 'global'")
         if self.level != "global" and (
-            self.scope_id is None or not ID_PATTERN.match(self.scope_id)
+            self.scope_id is None or not ID_PATTERN.fullmatch(self.scope_id)
         ):
             raise InvalidInputError(
                 f"a {self.level} scope needs an id of letters, digits and ._:- "
@@ -144,7 +144,7 @@ class TTL:
     def __post_init__(self) -> None:
         check_choice(self.policy, TTL_POLICIES, "ttl policy")
         if self.policy == "expires_at" and (
-            self.expires_at is None or not UTC_PATTERN.match(self.expires_at)
+            self.expires_at is None or not UTC_PATTERN.fullmatch(self.expires_at)
         ):
             raise InvalidInputError(
                 "ttl policy expires_at needs expires_at as a UTC time like 2027-01-01T00:00:00Z"

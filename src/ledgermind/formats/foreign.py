@@ -41,7 +41,7 @@ def to_utc(value: Any) -> str | None:
 
 def date_or_time(value: Any) -> str | None:
     """The value if it is a PCP ``date_or_datetime``, else its UTC form, else None."""
-    if isinstance(value, str) and DATE_OR_DATETIME_PATTERN.match(value):
+    if isinstance(value, str) and DATE_OR_DATETIME_PATTERN.fullmatch(value):
         return value
     return to_utc(value)
 
@@ -54,7 +54,7 @@ def slug_path(text: str, *, fallback: str) -> str:
         if cleaned and cleaned not in (".", ".."):
             segments.append(cleaned)
     path = "/".join(segments)[:255].rstrip("/")
-    return path if path and PATH_PATTERN.match(path) else fallback
+    return path if path and PATH_PATTERN.fullmatch(path) else fallback
 
 
 def load_json(data: bytes, *, name: str) -> Any:

@@ -95,8 +95,8 @@ def _line_of(text: str, key: str) -> int:
 
 def check_path(path: str, *, where: str = "path") -> str:
     """A page path by §5.1: segments ``[A-Za-z0-9_][A-Za-z0-9._-]{0,63}``, ≤255, no ``..``."""
-    if not isinstance(path, str) or len(path) > 255 or not PATH_PATTERN.match(path):
-        bad = next((s for s in str(path).split("/") if not _SEGMENT.match(s)), None)
+    if not isinstance(path, str) or len(path) > 255 or not PATH_PATTERN.fullmatch(path):
+        bad = next((s for s in str(path).split("/") if not _SEGMENT.fullmatch(s)), None)
         detail = f"segment {bad!r} is not allowed" if bad is not None else "it is too long"
         raise FormatError(
             f"{where}: {path!r} is not a page path ({detail}); use segments of letters, digits"
@@ -236,7 +236,7 @@ def _review(memory: Memory, seen: View) -> dict[str, Any] | None:
     if seen.unchanged and memory.stamps.get("base") is not None and seen.review is None:
         return None  # restored without a review: approved, as the source said
     generated = {"by": memory.actor, "at": seen.created_at}
-    actions = [a for a in seen.audit if PRINCIPAL_PATTERN.match(str(a.get("actor", "")))]
+    actions = [a for a in seen.audit if PRINCIPAL_PATTERN.fullmatch(str(a.get("actor", "")))]
     if memory.status == "proposed":
         return {"state": "proposed", "generated": generated}
     if memory.status == "rejected":
@@ -363,7 +363,7 @@ def page_fields(fm: Mapping[str, Any], path: str, *, keep_import: bool) -> dict[
     extra = {
         k: v
         for k, v in fm.items()
-        if _EXTRA_KEY.match(k) and k != IMPLEMENTATION_KEY and (keep_import or k != "x_import")
+        if _EXTRA_KEY.fullmatch(k) and k != IMPLEMENTATION_KEY and (keep_import or k != "x_import")
     }
     if extra:
         out["extra"] = extra

@@ -129,7 +129,7 @@ def items(
         ]
         sha = hashlib.sha256(lines[entry.hash]).hexdigest()
         x_import: dict[str, Any] = {"format": NAME, "id": entry.hash, "sha256": sha}
-        if UTC_PATTERN.match(entry.ts):
+        if UTC_PATTERN.fullmatch(entry.ts):
             x_import["recorded_at"] = entry.ts
         x_import["source"] = {"channel": entry.source}
         fields: dict[str, Any] = {"tags": tags[:64]} if tags else {}

@@ -78,7 +78,7 @@ def _count(value: Any, where: str) -> None:
 
 
 def _string(value: str) -> str:
-    if _PLAIN.match(value) and value.lower() not in _SPECIAL and not value.endswith((":", ".")):
+    if _PLAIN.fullmatch(value) and value.lower() not in _SPECIAL and not value.endswith((":", ".")):
         return value
     quoted = json.dumps(value, ensure_ascii=False)
     return _NONPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
@@ -104,7 +104,7 @@ def scalar(value: Any) -> str:
 def _key(key: Any) -> str:
     if not isinstance(key, str):
         raise FormatError(f"frontmatter keys are strings; got {key!r}")
-    if _PLAIN_KEY.match(key) and key.lower() not in _SPECIAL:
+    if _PLAIN_KEY.fullmatch(key) and key.lower() not in _SPECIAL:
         return key
     return _flow(key)
 

@@ -62,13 +62,13 @@ def parse_expiry(value: str | None, now: datetime) -> str | None:
     """``never``, a duration (``30m``, ``12h``, ``90d``, ``2w``) or a UTC time → expiry or None."""
     if value is None or value == "never":
         return None
-    match = _DURATION.match(value)
+    match = _DURATION.fullmatch(value)
     if match:
         amount = int(match.group(1))
         if amount < 1:
             raise InvalidInputError("an expiry duration must be at least 1", field="expires")
         return format_ts(now + timedelta(**{_UNITS[match.group(2)]: amount}))
-    if UTC_PATTERN.match(value):
+    if UTC_PATTERN.fullmatch(value):
         moment = _parse(value)
         if moment <= now:
             raise InvalidInputError(f"expiry {value} is in the past", field="expires")

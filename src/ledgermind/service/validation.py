@@ -126,7 +126,7 @@ def utc_time(value: object, field: str) -> str | None:
     """None or an RFC 3339 UTC time with Z."""
     if value is None:
         return None
-    if not isinstance(value, str) or not UTC_PATTERN.match(value):
+    if not isinstance(value, str) or not UTC_PATTERN.fullmatch(value):
         raise InvalidInputError(
             f"{field} must be a UTC time like 2027-01-01T00:00:00Z; got {value!r}", field=field
         )
@@ -137,7 +137,7 @@ def date_or_time(value: object, field: str) -> str | None:
     """None or an RFC 3339 date or date-time with an offset."""
     if value is None:
         return None
-    if not isinstance(value, str) or not DATE_OR_DATETIME_PATTERN.match(value):
+    if not isinstance(value, str) or not DATE_OR_DATETIME_PATTERN.fullmatch(value):
         raise InvalidInputError(
             f"{field} must be a date like 2026-03-01 or a time like 2026-03-01T09:00:00Z;"
             f" got {value!r}",
@@ -169,7 +169,7 @@ def relations(values: object) -> tuple[Relation, ...]:
                 confidence=value.get("confidence"),
             )
         if not isinstance(relation.rel, str) or not (
-            relation.rel in CORE_RELATIONS or _NAMESPACED_REL.match(relation.rel)
+            relation.rel in CORE_RELATIONS or _NAMESPACED_REL.fullmatch(relation.rel)
         ):
             raise InvalidInputError(
                 f"relation {relation.rel!r} must be one of {', '.join(CORE_RELATIONS)}"
@@ -183,7 +183,7 @@ def relations(values: object) -> tuple[Relation, ...]:
 
 def page_path(value: object, field: str = "path") -> str:
     """A PCP page path: segments of [A-Za-z0-9._-], no leading dot, no '..', ≤255 chars."""
-    if not isinstance(value, str) or len(value) > 255 or not PATH_PATTERN.match(value):
+    if not isinstance(value, str) or len(value) > 255 or not PATH_PATTERN.fullmatch(value):
         raise InvalidInputError(
             f"{field} {value!r} is not a page path: use segments of letters, digits and ._- "
             "separated by /, none starting with a dot, 255 characters at most",
@@ -194,7 +194,7 @@ def page_path(value: object, field: str = "path") -> str:
 
 def partition(value: object) -> str:
     """A partition name."""
-    if not isinstance(value, str) or not PARTITION_PATTERN.match(value):
+    if not isinstance(value, str) or not PARTITION_PATTERN.fullmatch(value):
         raise InvalidInputError(
             f"partition {value!r} must be lowercase letters, digits, _ and -, up to 64",
             field="partition",
@@ -204,7 +204,7 @@ def partition(value: object) -> str:
 
 def identifier(value: object, field: str = "id") -> str:
     """An opaque id of letters, digits and ._:-."""
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
         raise InvalidInputError(f"{field} {value!r} is not a valid id", field=field)
     return value
 
@@ -231,7 +231,7 @@ def extra(values: object) -> dict[str, Any]:
     if not isinstance(values, Mapping):
         raise InvalidInputError("extra must be a mapping of x_ keys")
     for key in values:
-        if not isinstance(key, str) or not _EXTRA_KEY.match(key):
+        if not isinstance(key, str) or not _EXTRA_KEY.fullmatch(key):
             raise InvalidInputError(f"extra key {key!r} must look like x_name or x-name")
     try:
         canonical(values)

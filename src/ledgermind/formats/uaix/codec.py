@@ -111,7 +111,7 @@ class Request:
 
 def parse_datetime(text: str) -> datetime:
     """Parse an RFC 3339 date-time (with offset or ``Z``); raise ``ValueError`` otherwise."""
-    if not _RFC3339.match(text):
+    if not _RFC3339.fullmatch(text):
         raise ValueError(f"{text!r} is not an RFC 3339 date-time such as 2026-11-29T12:00:00Z")
     return datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
 
