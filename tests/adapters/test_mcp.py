@@ -27,6 +27,7 @@ TOOLS = {
     "memory.forget",
     "context.brief",
     "audit.list",
+    "checkpoint.handle",
 }
 Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 

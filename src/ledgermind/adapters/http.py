@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from ledgermind.core.access import Grant
 from ledgermind.core.errors import (
@@ -502,6 +503,29 @@ def create_api(
         data, _count = scoped.export(fmt)
         media = "application/x-ndjson" if fmt == "personaxis" else "application/json"
         return Response(data, media_type=media)
+
+    @app.post(
+        "/uaix",
+        tags=["checkpoints"],
+        responses={**ERRORS, 200: {"content": {"application/json": {}}}},
+        response_class=Response,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            }
+        },
+    )
+    async def uaix(scoped: Caller, request: Request) -> Response:
+        """Answer a UAIX checkpoint request envelope (create, drift audit, restore brief).
+
+        The answer is a response envelope, or a ``uai.error.v1`` envelope for a refused
+        request — both with status 200, since the envelope is the answer. Only a failure of
+        the caller's credentials or of the server maps to an HTTP error status.
+        """
+        raw = await request.body()
+        answer = await run_in_threadpool(scoped.handle_checkpoint, raw)
+        return Response(answer, media_type="application/json")
 
     return app
 

@@ -316,4 +316,28 @@ def create_mcp(
 
         return await run(ctx, act)
 
+    @server.tool(name=name("checkpoint.handle"))
+    async def checkpoint_handle(
+        ctx: Context,
+        envelope: Annotated[
+            str, Field(description="A UAIX checkpoint request envelope, as JSON text.")
+        ],
+    ) -> CallToolResult:
+        """Send a session checkpoint request (create, drift audit or restore brief).
+
+        Returns the response envelope; a refused request returns a ``uai.error.v1`` envelope
+        whose ``body`` says why. Only a credentials or server failure is a tool error.
+        """
+        try:
+            scoped = ScopedMemory(memory, grant_of(ctx, stdio_grant))
+            answer = await anyio.to_thread.run_sync(
+                scoped.handle_checkpoint, envelope.encode("utf-8")
+            )
+        except LedgermindError as error:
+            return _failed(error)
+        text = answer.decode("utf-8")
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+        )
+
     return server

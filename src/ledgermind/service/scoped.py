@@ -192,6 +192,16 @@ class ScopedMemory:
 
     # -- writes -----------------------------------------------------------------------
 
+    def handle_checkpoint(self, raw: bytes) -> bytes:
+        """Answer a UAIX checkpoint request envelope for the owner, as the caller."""
+        self.grant.require(WRITE, "send session checkpoints")
+        return self._memory.handle_checkpoint(
+            raw,
+            caller=self.grant.principal,
+            owner=self.owner,
+            include_sensitive=self.grant.sees_sensitive,
+        )
+
     def write(self, text: str, *, channel: str | None = None, **details: Any) -> WriteResult:
         """Remember ``text`` in the owner's ledger through the caller's own channel."""
         self.grant.require(WRITE, "write memories")
