@@ -1,0 +1,745 @@
+"""LoCoMo retrieval benchmark: recall@k of ledgermind's ranking against baselines.
+
+Protocol: each conversation is indexed on its own, one memory per turn, created at its
+session's date. Only the turn text, speaker, session date and image caption
+(``blip_caption``) are input; ``observation``, summaries and answers never are. For each
+question of categories 1-4, recall@k is the share of its ``evidence`` dia_ids among the
+top-k retrieved turns. Malformed evidence ids are repaired when unambiguous
+(``D:11:26`` -> ``D11:26``, ``"D8:6; D9:17"`` -> two ids) and dropped otherwise; the
+counts are printed.
+
+Usage::
+
+    .venv/bin/python -m bench.locomo                    # main methods
+    .venv/bin/python -m bench.locomo --ablation         # + ablation variants
+    .venv/bin/python -m bench.locomo --data other.json --json results.json
+
+Methods are :class:`Method` objects: ``build(conversation)`` returns a searcher whose
+``search(question, k)`` gives dia_ids. The harness's own SQLite index (FTS5 + numpy
+cosine) calls the pure ranking functions of ``ledgermind.core``; a method backed by
+``ledgermind.Memory.recall`` plugs in the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from ledgermind.core.query import (
+    candidate_limits,
+    content_terms,
+    drop_common_terms,
+    fts5_match_expression,
+    tokenize,
+)
+from ledgermind.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
+from ledgermind.embedding import Embedder, StaticEmbedder
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
+SCORED_CATEGORIES = (1, 2, 3, 4)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One conversation turn, as indexed: the only fields a method may read."""
+
+    dia_id: str
+    session: int
+    seq: int
+    speaker: str
+    text: str
+    caption: str | None
+    created_at: str
+
+    def document(self, *, with_speaker: bool = True) -> str:
+        """The memory text: speaker, words, and the image caption if any."""
+        body = f"{self.speaker}: {self.text}" if with_speaker else self.text
+        if self.caption:
+            body += f" [shares an image: {self.caption}]"
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A scored question with its repaired evidence ids."""
+
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Conversation:
+    """A conversation's turns and questions."""
+
+    sample_id: str
+    turns: list[Turn]
+    questions: list[Question]
+
+
+@dataclass(slots=True)
+class EvidenceReport:
+    """How many evidence strings were fine, repaired or dropped."""
+
+    valid: int = 0
+    repaired: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    questions_without_evidence: int = 0
+
+
+_SESSION_KEY = re.compile(r"session_(\d+)")
+_DIA_ID = re.compile(r"D(\d+):(\d+)")
+
+
+def parse_session_date(value: str) -> str:
+    """Parse LoCoMo's ``"1:56 pm on 8 May, 2023"`` into an ISO timestamp."""
+    cleaned = re.sub(r"\s+", " ", value.strip())
+    for pattern in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%H:%M on %d %B, %Y"):
+        try:
+            return datetime.strptime(cleaned, pattern).isoformat()
+        except ValueError:
+            continue
+    raise ValueError(f"unrecognised session date {value!r}")
+
+
+def repair_evidence(raw: str, known: set[str], report: EvidenceReport) -> list[str]:
+    """Return the valid dia_ids in one evidence string, repairing unambiguous damage."""
+    if raw in known:
+        report.valid += 1
+        return [raw]
+    pieces = [p for p in re.split(r"[;,\s]+", raw) if p]
+    repaired = []
+    for piece in pieces:
+        # "D:11:26" -> "D11:26"; only a purely punctuation change is taken as a repair.
+        match = re.fullmatch(r"D\W*(\d+)\W+(\d+)", piece)
+        candidate = f"D{int(match.group(1))}:{int(match.group(2))}" if match else None
+        if candidate in known:
+            repaired.append(candidate)
+    if repaired:
+        report.repaired.append(f"{raw!r} -> {repaired}")
+    else:
+        report.dropped.append(raw)
+    return repaired
+
+
+def load_conversations(path: Path) -> tuple[list[Conversation], EvidenceReport]:
+    """Load a LoCoMo-format file into conversations of turns and scored questions."""
+    report = EvidenceReport()
+    conversations = []
+    for item in json.loads(path.read_text("utf-8")):
+        conv = item["conversation"]
+        turns = []
+        sessions = sorted(int(m.group(1)) for key in conv if (m := _SESSION_KEY.fullmatch(key)))
+        for number in sessions:
+            created_at = parse_session_date(conv[f"session_{number}_date_time"])
+            for seq, turn in enumerate(conv[f"session_{number}"]):
+                turns.append(
+                    Turn(
+                        dia_id=turn["dia_id"],
+                        session=number,
+                        seq=seq,
+                        speaker=turn["speaker"],
+                        text=turn["text"],
+                        caption=turn.get("blip_caption"),
+                        created_at=created_at,
+                    )
+                )
+        known = {t.dia_id for t in turns}
+        questions = []
+        for qa in item["qa"]:
+            if qa["category"] not in SCORED_CATEGORIES:
+                continue
+            evidence: list[str] = []
+            for raw in qa.get("evidence", []):
+                for dia_id in repair_evidence(raw, known, report):
+                    if dia_id not in evidence:
+                        evidence.append(dia_id)
+            if not evidence:
+                report.questions_without_evidence += 1
+                continue
+            questions.append(Question(qa["question"], qa["category"], tuple(evidence)))
+        conversations.append(Conversation(item["sample_id"], turns, questions))
+    return conversations, report
+
+
+# --------------------------------------------------------------------------- indexes
+
+
+class Searcher(Protocol):
+    """Answers questions about one conversation with ranked dia_ids."""
+
+    def search(self, question: str, k: int) -> list[str]:
+        """Return up to ``k`` dia_ids, best first."""
+        ...
+
+
+class Method(Protocol):
+    """A retrieval method under test."""
+
+    name: str
+
+    def build(self, conversation: Conversation) -> Searcher:
+        """Index one conversation."""
+        ...
+
+
+def _sqlite() -> Any:
+    import pysqlite3.dbapi2 as sqlite3  # the stdlib build here cannot load extensions
+
+    return sqlite3.connect(":memory:")
+
+
+@dataclass(slots=True)
+class HarnessIndex:
+    """FTS5 + in-memory cosine over one conversation: the store's part, for the bench."""
+
+    turns: list[Turn]
+    connection: Any
+    vectors: np.ndarray | None
+    embedder: Embedder | None
+
+    @classmethod
+    def build(
+        cls,
+        turns: list[Turn],
+        *,
+        tokenizer: str,
+        embedder: Embedder | None,
+        with_speaker: bool = True,
+    ) -> HarnessIndex:
+        connection = _sqlite()
+        connection.execute(f"CREATE VIRTUAL TABLE turns USING fts5(body, tokenize='{tokenizer}')")
+        connection.executemany(
+            "INSERT INTO turns(rowid, body) VALUES (?, ?)",
+            [(i, t.document(with_speaker=with_speaker)) for i, t in enumerate(turns)],
+        )
+        documents = [t.document(with_speaker=with_speaker) for t in turns]
+        vectors = embedder.embed(documents) if embedder else None
+        return cls(turns, connection, vectors, embedder)
+
+    def lexical(self, match: str | None, limit: int) -> list[tuple[int, float]]:
+        """Row indexes and ``-bm25`` scores (higher is better) for an FTS5 expression."""
+        if not match:
+            return []
+        rows = self.connection.execute(
+            "SELECT rowid, bm25(turns) FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [(int(r), -float(s)) for r, s in rows]
+
+    def document_count(self, term: str) -> int:
+        """How many turns contain ``term`` (as the lexical index tokenises it)."""
+        quoted = '"' + term.replace('"', '""') + '"'
+        row = self.connection.execute(
+            "SELECT count(*) FROM turns WHERE turns MATCH ?", (quoted,)
+        ).fetchone()
+        return int(row[0])
+
+    def vector(self, question: str, limit: int) -> list[tuple[int, float]]:
+        """Row indexes and cosine similarities, best first."""
+        assert self.vectors is not None
+        assert self.embedder is not None
+        query = self.embedder.embed([question])[0]
+        scores = self.vectors @ query
+        order = np.argsort(-scores, kind="stable")[:limit]
+        return [(int(i), float(scores[i])) for i in order]
+
+
+# --------------------------------------------------------------------------- methods
+
+
+@dataclass(slots=True)
+class LedgermindMethod:
+    """Hybrid recall: analysed FTS5 query + vector search, fused by ``core.ranking.rank``."""
+
+    name: str
+    embedder: Embedder | None
+    config: RankingConfig = DEFAULT_RANKING
+    use_lexical: bool = True
+    use_vector: bool = True
+    tokenizer: str = "porter unicode61 remove_diacritics 2"
+    prefix_min_length: int = 5
+    depth: int | None = None
+    common_share: float | None = None
+    vector_query: str = "question"
+    with_speaker: bool = True
+
+    def build(self, conversation: Conversation) -> Searcher:
+        index = HarnessIndex.build(
+            conversation.turns,
+            tokenizer=self.tokenizer,
+            embedder=self.embedder if self.use_vector else None,
+            with_speaker=self.with_speaker,
+        )
+        return _LedgermindSearcher(self, index)
+
+
+@dataclass(slots=True)
+class _LedgermindSearcher:
+    method: LedgermindMethod
+    index: HarnessIndex
+
+    def search(self, question: str, k: int) -> list[str]:
+        limits = candidate_limits(k, corpus_size=len(self.index.turns))
+        lexical_depth = self.method.depth or limits.lexical
+        vector_depth = self.method.depth or limits.vector
+        fields: dict[int, dict[str, Any]] = defaultdict(dict)
+        terms = content_terms(question)
+        if self.method.common_share is not None:
+            counts = {t: self.index.document_count(t) for t in terms}
+            terms = drop_common_terms(
+                terms, counts, len(self.index.turns), max_share=self.method.common_share
+            )
+        if self.method.use_lexical:
+            match = fts5_match_expression(
+                question, prefix_min_length=self.method.prefix_min_length, terms=terms
+            )
+            for position, (row, score) in enumerate(self.index.lexical(match, lexical_depth)):
+                fields[row].update(lexical_rank=position + 1, lexical_score=score)
+        if self.method.use_vector:
+            vector_text = question if self.method.vector_query == "question" else " ".join(terms)
+            for position, (row, score) in enumerate(self.index.vector(vector_text, vector_depth)):
+                fields[row].update(vector_rank=position + 1, vector_score=score)
+        candidates = []
+        for row, extra in fields.items():
+            turn = self.index.turns[row]
+            candidates.append(
+                Candidate(
+                    memory_id=turn.dia_id,
+                    text=turn.document(),
+                    created_at=turn.created_at,
+                    session=str(turn.session),
+                    seq=turn.seq,
+                    speaker=turn.speaker,
+                    **extra,
+                )
+            )
+        return [hit.memory_id for hit in rank(question, candidates, config=self.method.config)][:k]
+
+
+@dataclass(slots=True)
+class PlainFts5Method:
+    """SQLite FTS5 alone: default tokenizer, an OR of every quoted query word, bm25 order."""
+
+    name: str = "fts5-plain"
+
+    def build(self, conversation: Conversation) -> Searcher:
+        index = HarnessIndex.build(conversation.turns, tokenizer="unicode61", embedder=None)
+        return _PlainFts5Searcher(index)
+
+
+@dataclass(slots=True)
+class _PlainFts5Searcher:
+    index: HarnessIndex
+
+    def search(self, question: str, k: int) -> list[str]:
+        words = tokenize(question)
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+        return [self.index.turns[row].dia_id for row, _ in self.index.lexical(match, k)]
+
+
+@dataclass(slots=True)
+class Bm25sMethod:
+    """``bm25s`` (Lucene BM25) with English stopwords and its default tokenizer."""
+
+    name: str = "bm25s"
+
+    def build(self, conversation: Conversation) -> Searcher:
+        import bm25s
+
+        corpus = [t.document() for t in conversation.turns]
+        retriever = bm25s.BM25()
+        retriever.index(
+            bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
+        )
+        return _Bm25sSearcher(retriever, conversation.turns)
+
+
+@dataclass(slots=True)
+class _Bm25sSearcher:
+    retriever: Any
+    turns: list[Turn]
+
+    def search(self, question: str, k: int) -> list[str]:
+        import bm25s
+
+        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            return []
+        k = min(k, len(self.turns))
+        results, _ = self.retriever.retrieve(tokens, k=k, show_progress=False)
+        return [self.turns[int(i)].dia_id for i in results[0]]
+
+
+@dataclass(slots=True)
+class VectorOnlyMethod:
+    """Dense retrieval alone: cosine over an embedder's vectors."""
+
+    name: str
+    embedder: Embedder
+
+    def build(self, conversation: Conversation) -> Searcher:
+        index = HarnessIndex.build(
+            conversation.turns, tokenizer="unicode61", embedder=self.embedder
+        )
+        return _VectorSearcher(index)
+
+
+@dataclass(slots=True)
+class _VectorSearcher:
+    index: HarnessIndex
+
+    def search(self, question: str, k: int) -> list[str]:
+        return [self.index.turns[row].dia_id for row, _ in self.index.vector(question, k)]
+
+
+@dataclass(slots=True)
+class RrfBaselineMethod:
+    """Plain reciprocal-rank fusion (k=60) of plain FTS5 and dense vectors."""
+
+    name: str
+    embedder: Embedder
+    depth: int = 100
+
+    def build(self, conversation: Conversation) -> Searcher:
+        index = HarnessIndex.build(
+            conversation.turns, tokenizer="unicode61", embedder=self.embedder
+        )
+        return _RrfSearcher(index, self.depth)
+
+
+@dataclass(slots=True)
+class _RrfSearcher:
+    index: HarnessIndex
+    depth: int
+
+    def search(self, question: str, k: int) -> list[str]:
+        words = tokenize(question)
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+        scores: dict[int, float] = defaultdict(float)
+        for position, (row, _) in enumerate(self.index.lexical(match, self.depth)):
+            scores[row] += 1.0 / (60 + position + 1)
+        for position, (row, _) in enumerate(self.index.vector(question, self.depth)):
+            scores[row] += 1.0 / (60 + position + 1)
+        ordered = sorted(scores, key=lambda row: (-scores[row], row))
+        return [self.index.turns[row].dia_id for row in ordered[:k]]
+
+
+@dataclass(slots=True)
+class FacadeMethod:
+    """ledgermind itself: ``Memory.remember`` each turn, ``Memory.recall`` each question.
+
+    Measures the real store and service (``--facade``); the harness methods above run
+    the same ranking code on the bench's own index, so the two can be compared.
+    """
+
+    name: str = "ledgermind-facade"
+
+    def build(self, conversation: Conversation) -> Searcher:
+        import tempfile
+
+        from ledgermind import Memory
+        from ledgermind.service.memory import Draft
+
+        home = tempfile.mkdtemp(prefix=f"ledgermind-bench-{conversation.sample_id}-")
+        memory = Memory.open(home, principal="human:bench")
+        dia_ids: dict[str, str] = {}
+        for turn in conversation.turns:
+            draft = Draft(session=f"session_{turn.session}", recorded_at=turn.created_at + "Z")
+            result = memory.remember(turn.document(), draft=draft)
+            dia_ids[result.id] = turn.dia_id
+        return _FacadeSearcher(memory, dia_ids)
+
+
+@dataclass(slots=True)
+class _FacadeSearcher:
+    memory: Any
+    dia_ids: dict[str, str]
+
+    def search(self, question: str, k: int) -> list[str]:
+        hits = self.memory.recall(question, limit=k)
+        return [self.dia_ids[h.memory.id] for h in hits if h.memory.id in self.dia_ids]
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+@dataclass(slots=True)
+class MethodResult:
+    """Per-question recalls and timings of one method."""
+
+    recall: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    hit5: list[float] = field(default_factory=list)
+    session_recall5: list[float] = field(default_factory=list)
+    by_category: dict[int, dict[int, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    index_seconds: float = 0.0
+    indexed_turns: int = 0
+    query_ms: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON summary of this method."""
+        mean = statistics.fmean
+        return {
+            "recall@1": round(mean(self.recall[1]), 4),
+            "recall@5": round(mean(self.recall[5]), 4),
+            "recall@10": round(mean(self.recall[10]), 4),
+            "hit@5": round(mean(self.hit5), 4),
+            "session_recall@5": round(mean(self.session_recall5), 4),
+            "by_category": {
+                CATEGORY_NAMES[c]: {
+                    f"recall@{k}": round(mean(v), 4) for k, v in sorted(per_k.items())
+                }
+                | {"questions": len(per_k[5])}
+                for c, per_k in sorted(self.by_category.items())
+            },
+            "index_per_s": round(self.indexed_turns / self.index_seconds, 1)
+            if self.index_seconds
+            else None,
+            "query_p50_ms": round(statistics.median(self.query_ms), 3),
+            "query_p95_ms": round(_percentile(self.query_ms, 95), 3),
+        }
+
+
+def _percentile(values: Sequence[float], percent: float) -> float:
+    ordered = sorted(values)
+    position = min(len(ordered) - 1, max(0, round(percent / 100 * len(ordered)) - 1))
+    return ordered[position]
+
+
+def _session_of(dia_id: str) -> str:
+    return dia_id.split(":", 1)[0]
+
+
+def evaluate(
+    method: Method,
+    conversations: Sequence[Conversation],
+    advance: Callable[[int], None] = lambda n: None,
+) -> MethodResult:
+    """Run one method over every conversation and question."""
+    result = MethodResult()
+    for conversation in conversations:
+        started = time.perf_counter()
+        searcher = method.build(conversation)
+        result.index_seconds += time.perf_counter() - started
+        result.indexed_turns += len(conversation.turns)
+        for question in conversation.questions:
+            started = time.perf_counter()
+            retrieved = searcher.search(question.text, 10)
+            result.query_ms.append((time.perf_counter() - started) * 1000)
+            evidence = set(question.evidence)
+            for k in (1, 5, 10):
+                recall = len(evidence & set(retrieved[:k])) / len(evidence)
+                result.recall[k].append(recall)
+                result.by_category[question.category][k].append(recall)
+            result.hit5.append(1.0 if evidence & set(retrieved[:5]) else 0.0)
+            wanted_sessions = {_session_of(e) for e in evidence}
+            got_sessions = {_session_of(r) for r in retrieved[:5]}
+            result.session_recall5.append(
+                len(wanted_sessions & got_sessions) / len(wanted_sessions)
+            )
+            advance(1)
+    return result
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def main_methods(embedder: Embedder) -> list[Method]:
+    """The methods compared side by side."""
+    return [
+        LedgermindMethod("ledgermind", embedder),
+        LedgermindMethod("lexical-only", None, use_vector=False),
+        LedgermindMethod("vector-only", embedder, use_lexical=False),
+        PlainFts5Method(),
+        Bm25sMethod(),
+        VectorOnlyMethod(f"dense-{embedder.name}", embedder),
+        RrfBaselineMethod("rrf-fts5+dense", embedder),
+    ]
+
+
+def ablation_methods(embedder: Embedder) -> list[Method]:
+    """Variants of the default, each with one step changed or removed."""
+    base = DEFAULT_RANKING
+    return [
+        LedgermindMethod("abl:rrf-fusion", embedder, replace(base, fusion="rrf")),
+        LedgermindMethod(
+            "abl:minmax-cosine", embedder, replace(base, vector_normalization="minmax")
+        ),
+        LedgermindMethod(
+            "abl:lex0.7-vec0.3", embedder, replace(base, lexical_weight=0.7, vector_weight=0.3)
+        ),
+        LedgermindMethod(
+            "abl:lex0.3-vec0.7", embedder, replace(base, lexical_weight=0.3, vector_weight=0.7)
+        ),
+        LedgermindMethod("abl:no-neighbours", embedder, replace(base, neighbour_weight=0.0)),
+        LedgermindMethod("abl:neighbour-span1", embedder, replace(base, neighbour_span=1)),
+        LedgermindMethod("abl:neighbour0.3", embedder, replace(base, neighbour_weight=0.3)),
+        LedgermindMethod("abl:no-session", embedder, replace(base, session_weight=0.0)),
+        LedgermindMethod("abl:no-when", embedder, replace(base, when_weight=0.0)),
+        LedgermindMethod("abl:no-date", embedder, replace(base, date_weight=0.0)),
+        LedgermindMethod("abl:no-speaker", embedder, replace(base, speaker_weight=0.0)),
+        LedgermindMethod("abl:no-speaker-in-text", embedder, with_speaker=False),
+        LedgermindMethod("abl:no-prefix", embedder, prefix_min_length=0),
+        LedgermindMethod("abl:prefix>=3", embedder, prefix_min_length=3),
+        LedgermindMethod("abl:no-porter", embedder, tokenizer="unicode61 remove_diacritics 2"),
+        LedgermindMethod("abl:depth-100", embedder, depth=100),
+        LedgermindMethod("abl:drop-common-terms", embedder, common_share=0.2),
+    ]
+
+
+def load_embedder(name: str) -> Embedder:
+    """``static`` (the packaged model), a model folder, or ``minilm`` (needs torch)."""
+    if name == "static":
+        return StaticEmbedder.default()
+    if name == "minilm":
+        from bench.peers.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    return StaticEmbedder(Path(name))
+
+
+def print_table(results: dict[str, dict[str, Any]], questions: int) -> None:
+    """Print the results as a table (rich when available)."""
+    columns = ["recall@1", "recall@5", "recall@10", "hit@5", "session_recall@5"]
+    columns_cat = [f"{n}@5" for n in CATEGORY_NAMES.values()]
+    header = ["method", *columns, *columns_cat, "index/s", "p50 ms"]
+    rows = []
+    for name, summary in results.items():
+        cats = [
+            f"{summary['by_category'].get(n, {}).get('recall@5', float('nan')):.3f}"
+            for n in CATEGORY_NAMES.values()
+        ]
+        rows.append(
+            [
+                name,
+                *(f"{summary[c]:.3f}" for c in columns),
+                *cats,
+                f"{summary['index_per_s'] or 0:.0f}",
+                f"{summary['query_p50_ms']:.2f}",
+            ]
+        )
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"LoCoMo retrieval, {questions} questions (categories 1-4)")
+        for column in header:
+            table.add_column(column, justify="left" if column == "method" else "right")
+        for row in rows:
+            table.add_row(*row)
+        Console(width=max(160, Console().width)).print(table)
+    except ImportError:
+        print(" | ".join(header))
+        for row in rows:
+            print(" | ".join(row))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark and print (and optionally write) the results."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON")
+    parser.add_argument("--json", type=Path, default=None, help="write results here")
+    parser.add_argument("--ablation", action="store_true", help="add the ablation variants")
+    parser.add_argument("--embedder", default="static", help="static | minilm | MODEL_DIR")
+    parser.add_argument("--methods", default=None, help="comma-separated subset of names")
+    parser.add_argument("--peers", action="store_true", help="add mem0 (needs bench venv)")
+    parser.add_argument(
+        "--facade", action="store_true", help="add ledgermind.Memory remember/recall end to end"
+    )
+    args = parser.parse_args(argv)
+
+    conversations, report = load_conversations(args.data)
+    questions = sum(len(c.questions) for c in conversations)
+    print(
+        f"{len(conversations)} conversations, {questions} questions; evidence ids: "
+        f"{report.valid} valid, {len(report.repaired)} repaired {report.repaired}, "
+        f"{len(report.dropped)} dropped {report.dropped}; "
+        f"{report.questions_without_evidence} questions left without evidence",
+        file=sys.stderr,
+    )
+    embedder = load_embedder(args.embedder)
+    methods = main_methods(embedder)
+    if args.ablation:
+        methods += ablation_methods(embedder)
+    if args.peers:
+        from bench.peers.mem0_peer import Mem0Method
+
+        methods.append(Mem0Method())
+    if args.facade:
+        methods.append(FacadeMethod())
+    if args.methods:
+        wanted = set(args.methods.split(","))
+        methods = [m for m in methods if m.name in wanted]
+
+    results: dict[str, dict[str, Any]] = {}
+    progress_context = _Progress(len(methods) * questions)
+    with progress_context as advance_for:
+        for method in methods:
+            advance = advance_for(method.name)
+            results[method.name] = evaluate(method, conversations, advance).summary()
+    print_table(results, questions)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "methods": results,
+            "questions": questions,
+            "data": str(args.data),
+            "embedder": embedder.name,
+            "evidence": {
+                "valid": report.valid,
+                "repaired": report.repaired,
+                "dropped": report.dropped,
+            },
+        }
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+class _Progress:
+    """A rich progress bar on a terminal, nothing otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.bar: Any = None
+
+    def __enter__(self) -> Callable[[str], Callable[[int], None]]:
+        if sys.stderr.isatty():
+            from rich.progress import Progress
+
+            self.bar = Progress(transient=True)
+            self.bar.__enter__()
+            task = self.bar.add_task("", total=self.total)
+
+            def for_method(name: str) -> Callable[[int], None]:
+                self.bar.update(task, description=name)
+                return lambda n: self.bar.update(task, advance=n)
+
+            return for_method
+        return lambda name: lambda n: None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Peer systems and reference embedders for the benchmark; installed only in its own venv."""

@@ -1,0 +1,225 @@
+"""Query analysis for recall: content words, the FTS5 MATCH expression, and intent.
+
+Pure standard library. The store calls :func:`fts5_match_expression` to build the
+lexical query and :func:`candidate_limits` to decide how many candidates to fetch
+from each index; the ranker calls :func:`analyze_query` for the intent signals.
+
+Nothing here knows any particular conversation: the word lists are general English
+stopwords, question words and calendar words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "CandidateLimits",
+    "QueryAnalysis",
+    "analyze_query",
+    "candidate_limits",
+    "content_terms",
+    "drop_common_terms",
+    "fts5_match_expression",
+    "has_time_expression",
+    "tokenize",
+]
+
+# General English stopwords plus the auxiliaries and question words a recall query
+# is phrased with; they carry no topic, and in an OR-query they would match most rows.
+_STOPWORD_TEXT = """
+    a about above after again against all also am an and any are aren as at be because
+    been before being below between both but by can cannot could couldn did didn do does
+    doesn doing don down during each else ever few for from further get gets got had
+    hadn has hasn have haven having he her here hers herself him himself his how i if in
+    into is isn it its itself just let like ll me might more most much must mustn my
+    myself no nor not now of off on once only or other ought our ours ourselves out over
+    own re same shall shan she should shouldn so some such than that the their theirs
+    them themselves then there these they this those through to too under until up upon
+    us ve very was wasn we were weren what whatever when whenever where whereas which
+    while who whom whose why will with won would wouldn yet you your yours yourself
+    yourselves s t d m o y kind kinds sort type types thing things something anything
+    way ways many often long
+"""
+STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
+
+# Words that, in a question, ask for a point or span in time.
+_TEMPORAL_QUESTION = re.compile(
+    r"\b(when|what\s+(year|month|day|date|time)|which\s+(year|month|day|date)|"
+    r"how\s+long|how\s+many\s+(years|months|weeks|days)|since\s+when|what\s+age)\b",
+    re.IGNORECASE,
+)
+
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_MONTH_ABBREVIATIONS = {m[:3]: i + 1 for i, m in enumerate(_MONTHS)}
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+# Time expressions in a memory's text: relative day/week/month words, month and weekday
+# names, years, "ago", "last/next <unit>". A turn that says *when* something happened
+# is what a "when did ..." question needs.
+_TIME_EXPRESSION = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|recently|ago|last\s+(night|week|weekend|month|year|"
+    r"summer|winter|spring|fall|autumn|time|" + "|".join(_WEEKDAYS) + r")|"
+    r"next\s+(week|weekend|month|year|" + "|".join(_WEEKDAYS) + r")|"
+    r"this\s+(morning|afternoon|evening|week|weekend|month|year|summer|winter|spring|fall)|"
+    r"the\s+other\s+day|(a|one|two|three|few|couple\s+of)\s+(days|weeks|months|years)|"
+    r"(19|20)\d\d|" + "|".join(_MONTHS) + "|" + "|".join(_WEEKDAYS) + r")\b",
+    re.IGNORECASE,
+)
+
+_APOSTROPHES = "'\u2019"
+_TOKEN = re.compile(r"[^\W_]+(?:[" + _APOSTROPHES + r"][^\W_]+)*", re.UNICODE)
+_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into lower-case word tokens, dropping possessive/contracted tails."""
+    tokens = []
+    for raw in _TOKEN.findall(text.lower()):
+        word = re.split("[" + _APOSTROPHES + "]", raw, maxsplit=1)[0]
+        if word:
+            tokens.append(word)
+    return tokens
+
+
+def content_terms(text: str) -> list[str]:
+    """Return the query's content words in order, without stopwords or repeats."""
+    seen: dict[str, None] = {}
+    for token in tokenize(text):
+        if token in STOPWORDS or token in seen:
+            continue
+        seen[token] = None
+    return list(seen)
+
+
+def fts5_match_expression(
+    text: str, *, prefix_min_length: int = 5, terms: Sequence[str] | None = None
+) -> str | None:
+    """Turn free text into a safe FTS5 MATCH expression: an OR of quoted content words.
+
+    Each token is wrapped in double quotes (inner quotes doubled), so no user input
+    can reach FTS5's query syntax (``NEAR``, ``*``, column filters, parentheses).
+    Tokens of at least ``prefix_min_length`` characters get a prefix match (``"word"*``)
+    so that "paint" finds "painting" even without a stemmer; shorter ones would match
+    too much. Returns ``None`` when the text has no content word (the caller then
+    skips the lexical index). ``terms`` overrides the words taken from ``text`` (e.g. after
+    :func:`drop_common_terms`).
+    """
+    if terms is None:
+        terms = content_terms(text)
+    if not terms:
+        return None
+    parts = []
+    for term in terms:
+        quoted = '"' + term.replace('"', '""') + '"'
+        if prefix_min_length and len(term) >= prefix_min_length:
+            quoted += "*"
+        parts.append(quoted)
+    return " OR ".join(parts)
+
+
+def drop_common_terms(
+    terms: Sequence[str],
+    document_counts: Mapping[str, int],
+    total_documents: int,
+    *,
+    max_share: float = 0.2,
+) -> list[str]:
+    """Drop terms found in more than ``max_share`` of the documents, keeping at least one.
+
+    In a conversation the participants' names (and words like "good") occur in a large
+    share of the memories; in a short memory such a word outweighs the rare word that
+    carries the question. BM25's idf discounts them too little. The store supplies each
+    term's document count (FTS5: ``SELECT count(*) FROM fts WHERE fts MATCH '"term"'``).
+    When every term is common, the least common one is kept.
+    """
+    if total_documents <= 0 or not terms:
+        return list(terms)
+    kept = [t for t in terms if document_counts.get(t, 0) <= max_share * total_documents]
+    if kept:
+        return kept
+    return [min(terms, key=lambda t: document_counts.get(t, 0))]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateLimits:
+    """How many candidates the store fetches from each index for one recall."""
+
+    lexical: int
+    vector: int
+
+
+def candidate_limits(top_k: int, *, corpus_size: int | None = None) -> CandidateLimits:
+    """Return how many candidates to fetch from each index for a recall of ``top_k``.
+
+    Depth matters beyond ``top_k``: the neighbour lift can only use neighbours that are
+    candidates, and a relevant memory is often ranked 50-300 by one index alone. On
+    LoCoMo, 500 per index gave +0.02 recall@10 over 100 (docs/retrieval.md); it costs a
+    few milliseconds per recall on SQLite.
+    """
+    depth = max(500, 50 * top_k)
+    if corpus_size is not None:
+        depth = min(depth, max(corpus_size, 1))
+    return CandidateLimits(lexical=depth, vector=depth)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryAnalysis:
+    """What the ranker needs to know about a query."""
+
+    text: str
+    terms: tuple[str, ...]
+    asks_when: bool
+    years: tuple[int, ...]
+    months: tuple[int, ...]
+
+
+def analyze_query(text: str) -> QueryAnalysis:
+    """Analyse a recall query: content terms, whether it asks "when", dates it names."""
+    tokens = tokenize(text)
+    years = tuple(sorted({int(y) for y in _YEAR.findall(text)}))
+    months = tuple(
+        sorted(
+            {
+                _MONTH_ABBREVIATIONS[t[:3]]
+                for t in tokens
+                # "may" is a month only next to a year; as a modal verb it is far commoner.
+                if (t in _MONTHS and (t != "may" or years)) or _is_abbr(t)
+            }
+        )
+    )
+    return QueryAnalysis(
+        text=text,
+        terms=tuple(content_terms(text)),
+        asks_when=bool(_TEMPORAL_QUESTION.search(text)),
+        years=years,
+        months=months,
+    )
+
+
+_ABBREVIATIONS = frozenset(
+    ["jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"]
+)
+
+
+def _is_abbr(token: str) -> bool:
+    return token in _ABBREVIATIONS
+
+
+def has_time_expression(text: str) -> bool:
+    """Whether a memory's text mentions a time (relative word, month, weekday, year)."""
+    return _TIME_EXPRESSION.search(text) is not None

@@ -1,0 +1,204 @@
+"""Tests for the pure ranking and query analysis."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledgermind.core.query import (
+    analyze_query,
+    candidate_limits,
+    content_terms,
+    drop_common_terms,
+    fts5_match_expression,
+    has_time_expression,
+)
+from ledgermind.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
+
+NOW = "2026-11-29T12:00:00+00:00"
+
+
+def candidate(memory_id: str, **fields: object) -> Candidate:
+    values: dict[str, object] = {"text": f"memory {memory_id}", "created_at": "2026-01-01T00:00:00"}
+    values.update(fields)
+    return Candidate(memory_id=memory_id, **values)  # type: ignore[arg-type]
+
+
+def test_content_terms_drop_stopwords_question_words_and_possessives() -> None:
+    assert content_terms("When did Caroline's dog go to the park?") == [
+        "caroline",
+        "dog",
+        "go",
+        "park",
+    ]
+
+
+def test_match_expression_quotes_every_token_and_prefixes_long_ones() -> None:
+    assert fts5_match_expression("painting trip") == '"painting"* OR "trip"'
+
+
+def test_match_expression_is_none_without_content_words() -> None:
+    assert fts5_match_expression("what was it?") is None
+
+
+@given(st.text())
+def test_match_expression_never_leaks_fts5_syntax(text: str) -> None:
+    expression = fts5_match_expression(text)
+    if expression is None:
+        return
+    for part in expression.split(" OR "):
+        body = part.removesuffix("*")
+        assert body.startswith('"')
+        assert body.endswith('"')
+        assert '"' not in body[1:-1].replace('""', "")
+
+
+def test_drop_common_terms_keeps_the_rarest_when_all_are_common() -> None:
+    counts = {"jon": 90, "good": 60, "dance": 5}
+    assert drop_common_terms(["jon", "good", "dance"], counts, 100) == ["dance"]
+    assert drop_common_terms(["jon", "good"], counts, 100) == ["good"]
+
+
+def test_candidate_limits_cover_a_conversation_but_not_more_than_the_corpus() -> None:
+    assert candidate_limits(10).lexical >= 500
+    assert candidate_limits(10, corpus_size=40).vector == 40
+
+
+def test_analysis_detects_when_questions_and_named_dates() -> None:
+    analysis = analyze_query("When did she visit Paris in June 2023?")
+    assert analysis.asks_when
+    assert analysis.years == (2023,)
+    assert analysis.months == (6,)
+    assert analyze_query("What may she like?").months == ()
+
+
+def test_time_expressions_are_recognised_in_memory_text() -> None:
+    assert has_time_expression("We went hiking last weekend")
+    assert has_time_expression("Back in 2019 I moved")
+    assert not has_time_expression("I love hiking with my dog")
+
+
+def test_score_fusion_prefers_the_candidate_strong_in_both_indexes() -> None:
+    hits = rank(
+        "hiking trip",
+        [
+            candidate("a", lexical_rank=1, lexical_score=10.0, vector_rank=3, vector_score=0.2),
+            candidate("b", lexical_rank=2, lexical_score=9.0, vector_rank=1, vector_score=0.8),
+            candidate("c", vector_rank=2, vector_score=0.5),
+        ],
+    )
+    assert [h.memory_id for h in hits] == ["b", "a", "c"]
+
+
+def test_rrf_fusion_uses_ranks_only() -> None:
+    config = replace(DEFAULT_RANKING, fusion="rrf", neighbour_weight=0.0)
+    hits = rank(
+        "x",
+        [
+            candidate("a", lexical_rank=1, lexical_score=100.0),
+            candidate("b", lexical_rank=2, lexical_score=99.0, vector_rank=1, vector_score=0.9),
+        ],
+        config=config,
+    )
+    assert hits[0].memory_id == "b"
+    assert abs(hits[0].explanation.base - (1 / 62 + 1 / 61)) < 1e-12
+
+
+def test_neighbour_lift_raises_the_reply_next_to_a_strong_match() -> None:
+    strong = candidate("q", session="s1", seq=4, lexical_rank=1, lexical_score=10.0)
+    reply = candidate("r", session="s1", seq=5, lexical_rank=3, lexical_score=2.0)
+    elsewhere = candidate("e", session="s2", seq=9, lexical_rank=2, lexical_score=3.0)
+    hits = rank("question", [strong, reply, elsewhere])
+    order = [h.memory_id for h in hits]
+    assert order.index("r") < order.index("e")
+    reply_hit = next(h for h in hits if h.memory_id == "r")
+    assert reply_hit.explanation.adjustments["neighbours"] > 0
+
+
+def test_when_questions_lift_memories_that_name_a_time() -> None:
+    plain = candidate("a", text="I adopted a dog", lexical_rank=1, lexical_score=5.0)
+    dated = candidate("b", text="I adopted a dog last week", lexical_rank=2, lexical_score=4.9)
+    hits = rank("When did she adopt a dog?", [plain, dated])
+    assert hits[0].memory_id == "b"
+    assert "when" in hits[0].explanation.adjustments
+
+
+def test_stale_memories_rank_below_equal_fresh_ones() -> None:
+    fresh = candidate("a", lexical_rank=1, lexical_score=5.0)
+    stale = candidate("b", lexical_rank=1, lexical_score=5.0, stale=True)
+    hits = rank("x", [stale, fresh])
+    assert [h.memory_id for h in hits] == ["a", "b"]
+    assert hits[1].explanation.adjustments["stale"] == DEFAULT_RANKING.stale_factor
+
+
+def test_recency_applies_only_with_now() -> None:
+    old = candidate("a", created_at="2020-01-01T00:00:00", lexical_score=5.0)
+    new = candidate("b", created_at="2026-11-01T00:00:00", lexical_score=5.0)
+    assert "recency" not in rank("x", [old, new])[0].explanation.adjustments
+    hits = rank("x", [old, new], now=NOW)
+    assert hits[0].memory_id == "b"
+
+
+def test_importance_and_confidence_are_neutral_when_unknown() -> None:
+    hit = rank("x", [candidate("a", lexical_score=1.0)])[0]
+    assert "importance" not in hit.explanation.adjustments
+    assert "confidence" not in hit.explanation.adjustments
+
+
+def test_duplicates_are_merged_and_ties_break_by_id() -> None:
+    hits = rank("x", [candidate("b"), candidate("a"), candidate("b")])
+    assert [h.memory_id for h in hits] == ["a", "b"]
+
+
+score_strategy = st.floats(min_value=0.0, max_value=100.0, allow_nan=False)
+candidates_strategy = st.lists(
+    st.builds(
+        candidate,
+        st.text(alphabet="abcdef", min_size=1, max_size=4),
+        lexical_score=st.none() | score_strategy,
+        vector_score=st.none() | st.floats(min_value=-1.0, max_value=1.0),
+        session=st.none() | st.sampled_from(["s1", "s2"]),
+        seq=st.none() | st.integers(min_value=0, max_value=10),
+        stale=st.booleans(),
+    ),
+    max_size=12,
+)
+
+
+@given(candidates_strategy, st.integers(min_value=0, max_value=5))
+def test_rank_returns_each_candidate_once_sorted_and_limited(
+    candidates: list[Candidate], limit: int
+) -> None:
+    hits = rank("dog park", candidates, limit=limit, config=RankingConfig())
+    ids = [h.memory_id for h in hits]
+    assert len(ids) == len(set(ids)) == min(limit, len({c.memory_id for c in candidates}))
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+@given(candidates_strategy)
+def test_rank_is_independent_of_input_order(candidates: list[Candidate]) -> None:
+    unique = list({c.memory_id: c for c in candidates}.values())
+    forward = [(h.memory_id, h.score) for h in rank("dog", unique)]
+    backward = [(h.memory_id, h.score) for h in rank("dog", list(reversed(unique)))]
+    assert forward == backward
+
+
+def test_explanation_is_json_ready() -> None:
+    import json
+
+    hit = rank("x", [candidate("a", lexical_rank=1, lexical_score=2.0, stale=True)])[0]
+    view = hit.explanation.to_dict()
+    assert json.loads(json.dumps(view))["adjustments"]["stale"] == DEFAULT_RANKING.stale_factor
+    assert view["lexical_rank"] == 1
+
+
+def test_recency_accepts_naive_and_aware_now() -> None:
+    from datetime import datetime
+
+    old = candidate("a", created_at="2020-01-01T00:00:00Z", lexical_score=5.0)
+    new = candidate("b", created_at="2026-11-01T00:00:00", lexical_score=5.0)
+    for now in (datetime(2026, 11, 29), datetime.fromisoformat(NOW)):
+        assert rank("x", [old, new], now=now)[0].memory_id == "b"
