@@ -110,9 +110,13 @@ def main(argv: list[str]) -> int:
             f"Machine: {platform.machine()}, {cpu()}, {os.cpu_count()} cores,"
             f" Python {platform.python_version()}, {platform.system()};"
             f" date {datetime.now(UTC).date()}; command `python -m bench.portability {n}`.",
-            "Each memory is written in its own transaction on import and restore (per-item"
-            " refusals; SQLite `synchronous=FULL`). Reading pages is dominated by the pure-Python"
-            " YAML 1.2 parser (about 3 ms a page), which is also what a repeated import costs.",
+            f"Import and restore write {portability.BATCH} memories per transaction, each"
+            " validated and decided alone (per-item refusals; SQLite `synchronous=FULL`). Pages"
+            " in the form ledgermind writes are read by its canonical-form YAML reader (the full"
+            " ruamel.yaml reader, about 3 ms a page, takes anything else). A repeated import"
+            " hashes each page and skips the known (path, sha256) keys without parsing them."
+            " The PCP export's time includes appending its `export` event; the HUX and"
+            " personaxis rows time `Memory.export` (the bytes only).",
             "",
             "| operation | memories | seconds | memories/s |",
             "|---|---:|---:|---:|",

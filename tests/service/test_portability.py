@@ -3,6 +3,7 @@ malformed input leaving the ledger unchanged, foreign formats carrying ``x_impor
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tarfile
@@ -10,12 +11,14 @@ import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledgermind.config import load_policy
-from ledgermind.core.errors import FormatError
+from ledgermind.core.errors import ConflictError, FormatError, PolicyDeniedError
 from ledgermind.formats import archive, pcp
+from ledgermind.formats.registry import Item
 from ledgermind.service import portability
 from ledgermind.service.memory import Memory
 from ledgermind.storage.sqlite import SQLiteStore
@@ -146,11 +149,10 @@ def test_e6_no_credentials_anywhere(fresh: Callable[[], Memory]) -> None:
 def test_e7_pages_travel_byte_identical(fresh: Callable[[], Memory]) -> None:
     source = fresh()
     populate(source)
-    first = files_of(portability.export_archive(source, at=AT).data)
+    data = portability.export_archive(source, at=AT).data
+    first = files_of(data)
     target = fresh()
-    portability.import_bytes(
-        target, portability.export_archive(source, at=AT).data, name="a.tar", mode="restore"
-    )
+    portability.import_bytes(target, data, name="a.tar", mode="restore")
     second = files_of(portability.export_archive(target, at=AT).data)
     pages = [n for n in first if n.startswith("memory/")]
     assert pages
@@ -174,14 +176,25 @@ def test_e8_omitted_memories_are_declared(fresh: Callable[[], Memory]) -> None:
 def test_e9_export_restore_export_is_byte_identical(
     fresh: Callable[[], Memory], container: str
 ) -> None:
+    """The archive bytes of export → restore → export are equal.
+
+    Exports are audited, so what is compared is precise: ``first`` is the source's archive,
+    taken before the source's own ``export`` event was appended (an archive never holds its
+    own export event); the target restores it and keeps each page's audit as the archive had
+    it; the second archive is taken from the target before the target's ``export`` event. Each
+    export then appends its event to its own ledger, after its bytes.
+    """
     source = fresh()
     populate(source)
     first = portability.export_archive(source, at=AT, container=container).data
+    assert events(source)[-1] == "export"
     target = fresh()
     report = portability.import_bytes(target, first, name=f"a.{container}", mode="restore")
     assert len(report.created) == 6
     assert not report.refused
+    assert "export" not in events(target)
     assert portability.export_archive(target, at=AT, container=container).data == first
+    assert events(target)[-1] == "export"
     assert all(r.ok for r in target.verify())
 
 
@@ -208,11 +221,10 @@ def test_archive_with_forgotten_memories_differs_only_in_omitted(
 ) -> None:
     source = fresh()
     populate(source, forgotten=True)
-    first = files_of(portability.export_archive(source, at=AT).data)
+    data = portability.export_archive(source, at=AT).data
+    first = files_of(data)
     target = fresh()
-    portability.import_bytes(
-        target, portability.export_archive(source, at=AT).data, name="a.tar", mode="restore"
-    )
+    portability.import_bytes(target, data, name="a.tar", mode="restore")
     second = files_of(portability.export_archive(target, at=AT).data)
     assert {n for n in first if first[n] != second.get(n)} == {"manifest.json"}
     one, two = json.loads(first["manifest.json"]), json.loads(second["manifest.json"])
@@ -367,3 +379,150 @@ def test_a_broken_chain_names_the_first_broken_line(fresh: Callable[[], Memory])
 def test_wrong_types_in_a_mem0_record_are_refused(fresh: Callable[[], Memory]) -> None:
     data = json.dumps({"results": [{"id": "x", "memory": 3}]}).encode()
     assert_refused(fresh(), data, r"results\[0\]: 'memory' must be str", name="mem0.json")
+
+
+# -- batched writing ------------------------------------------------------------------------------
+
+
+def item(text: str, key: str, **fields: object) -> Item:
+    return Item(content=text, where=f"in:{key}", key=(key, "0" * 64), fields=fields)
+
+
+def test_a_refused_item_in_a_batch_leaves_the_others_written(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    items = [
+        item("one", "a"),
+        item("x" * 2001, "b"),  # over the 2,000-character limit
+        item("my password is hunter2", "c"),  # the policy never stores credentials
+        item("four", "d"),
+        item("five", "e", kind="no-such-kind"),
+        item("six", "f"),
+    ]
+    report = portability.ImportReport("test", "import", OWNER)
+    portability.write_items(memory, items, owner=OWNER, restore=False, report=report, batch=2)
+    assert sorted(memory.get(i).content for i in report.created) == ["four", "one", "six"]
+    assert [r.where for r in report.refused] == ["in:b", "in:c", "in:e"]
+    assert memory.store.tip(OWNER).length == 3
+    assert all(r.ok for r in memory.verify())
+
+
+def test_a_batch_the_store_refuses_is_written_again_item_by_item(
+    fresh: Callable[[], Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = fresh()
+    real = memory._write_plan
+
+    def refuse_two(tx: Any, plan: Any) -> Any:
+        if plan.content == "two":
+            raise ConflictError("refused by the store")
+        return real(tx, plan)
+
+    monkeypatch.setattr(memory, "_write_plan", refuse_two)
+    report = portability.ImportReport("test", "import", OWNER)
+    items = [item(t, t) for t in ("one", "two", "three")]
+    portability.write_items(memory, items, owner=OWNER, restore=False, report=report)
+    assert sorted(memory.get(i).content for i in report.created) == ["one", "three"]
+    assert report.refused == [portability.Refusal("in:two", "refused by the store")]
+    assert memory.store.tip(OWNER).length == 2  # the rolled-back batch left nothing behind
+
+
+def test_a_restore_in_batches_equals_the_source(fresh: Callable[[], Memory]) -> None:
+    source = fresh()
+    populate(source)
+    data = portability.export_archive(source, at=AT).data
+    items, _ = archive.decode(data, name="a.tar", restore=True)
+    target = fresh()
+    report = portability.ImportReport("pcp", "restore", OWNER)
+    portability.write_items(target, items, owner=OWNER, restore=True, report=report, batch=4)
+    assert len(report.created) == 6
+    assert portability.export_archive(target, at=AT).data == data
+
+
+def test_a_reimport_does_not_parse_known_pages(
+    fresh: Callable[[], Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = fresh()
+    populate(source)
+    data = portability.export_archive(source, at=AT).data
+    target = fresh()
+    portability.import_bytes(target, data, name="a.tar", mode="restore")
+
+    def parsed(*_: object, **__: object) -> None:
+        raise AssertionError("a known page was parsed")
+
+    monkeypatch.setattr(pcp, "decode_page", parsed)
+    before = head(target)
+    for mode in ("restore", "import"):  # the key is (path, sha256) whichever the mode
+        again = portability.import_bytes(target, data, name="a.tar", mode=mode)
+        assert (again.created, again.unchanged, head(target)) == ([], 6, before)
+
+
+def test_a_principal_who_may_not_import_is_refused_before_anything(
+    fresh: Callable[[], Memory],
+) -> None:
+    source = fresh()
+    populate(source)
+    data = portability.export_archive(source, at=AT).data
+    target = fresh()
+    stranger = Memory(target.store, policy=target.policy, principal="human:bob")
+    with pytest.raises(PolicyDeniedError, match="only human:alice"):
+        portability.import_bytes(stranger, data, name="a.tar", owner=OWNER)
+    assert target.store.tip(OWNER).length == 0
+
+
+# -- exports are audited ---------------------------------------------------------------------------
+
+
+def events(memory: Memory) -> list[str]:
+    return [r.decode().event for r in memory.log(OWNER) if r.decode() is not None]  # type: ignore[union-attr]
+
+
+def test_an_export_appends_one_export_event_after_its_bytes(fresh: Callable[[], Memory]) -> None:
+    memory = fresh()
+    populate(memory, forgotten=True)
+    length = memory.store.tip(OWNER).length
+    result = portability.export_archive(memory, at=AT)
+    assert memory.store.tip(OWNER).length == length + 1
+    last = list(memory.log(OWNER))[-1]
+    event = last.decode()
+    assert event is not None
+    assert event.event == "export"
+    assert event.actor == OWNER
+    assert event.fields["sha256"] == hashlib.sha256(result.data).hexdigest()
+    assert (event.fields["format"], event.fields["items"]) == ("pcp", 6)
+    assert len(event.memories) == 6  # the exported pages, not the omitted memories
+    for memory_id in event.memories:
+        trail = memory.get(memory_id).audit
+        assert (trail[-1].action, trail[-1].actor) == ("exported", OWNER)
+    assert b'"action":"exported"' not in files_of(result.data)[archive.AUDIT]
+    again = files_of(portability.export_archive(memory, at=AT).data)[archive.AUDIT]
+    assert again.count(b'"action":"exported"') == 6  # the first export is in the second's log
+    assert all(r.ok for r in memory.verify())
+
+
+@pytest.mark.parametrize("fmt", ["personaxis", "hux"])
+def test_exporting_to_a_file_is_audited(
+    fresh: Callable[[], Memory], tmp_path: Path, fmt: str
+) -> None:
+    memory = fresh()
+    populate(memory)
+    ledger_before = memory.export("personaxis")[0]
+    result = portability.export_to(memory, fmt, tmp_path / f"out.{fmt}")
+    assert (tmp_path / f"out.{fmt}").read_bytes() == result.data
+    if fmt == "personaxis":
+        assert result.data == ledger_before  # the file never holds its own export event
+    assert events(memory)[-1] == "export"
+    assert len(list(memory.log(OWNER))[-1].decode().memories) == 6  # type: ignore[union-attr]
+
+
+def test_an_export_leaves_a_restored_page_unchanged(fresh: Callable[[], Memory]) -> None:
+    source = fresh()
+    populate(source)
+    data = portability.export_archive(source, at=AT).data
+    target = fresh()
+    portability.import_bytes(target, data, name="a.tar", mode="restore")
+    second = files_of(portability.export_archive(target, at=AT).data)
+    third = files_of(portability.export_archive(target, at=AT).data)
+    pages = [n for n in second if n.startswith("memory/")]
+    assert all(second[n] == third[n] for n in pages)  # `updated` and `review` still stamped
+    assert third[archive.AUDIT].count(b'"action":"exported"') == 6

@@ -650,7 +650,7 @@ def export_command(
 
 
 @cli.command(name="import")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path))
 @click.option(
     "--format",
     "fmt",

@@ -22,7 +22,7 @@ import re
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -365,12 +365,19 @@ def decode(
     name: str = "export.tar",
     restore: bool = False,
     limits: Limits = DEFAULT_LIMITS,
+    known: Collection[tuple[str, str]] = (),
     **_: Any,
 ) -> Decoded:
-    """Every page of an archive as an item, after the whole archive has been checked."""
+    """Every page of an archive as an item, after the whole archive has been checked.
+
+    A page whose idempotency key (path, sha256 of its bytes) is in ``known`` is not parsed:
+    those exact bytes were read and checked when they came in, so it is returned as a bare
+    :func:`pcp.known_item` the service counts as unchanged.
+    """
     files = read(data, where=name, limits=limits)
     manifest = verify(files, where=name)
     prefix = manifest["memory"]["path"]
+    listed = {f["path"]: f["sha256"] for f in manifest["files"]}  # verified against the bytes
     exporter = manifest["exporter"]["name"]
     audit_path = (manifest.get("audit") or {}).get("path")
     audit: dict[str, list[dict[str, Any]]] = {}
@@ -381,11 +388,15 @@ def decode(
     for member in sorted(n for n in files if n.startswith(prefix) and n.endswith(".md")):
         where = f"{name}:{member}"
         path = pcp.check_path(member[len(prefix) : -3], where=where)
+        sha256 = listed.get(member) or pcp.sha256_bytes(files[member])
+        if (path, sha256) in known:
+            items.append(pcp.known_item(path, sha256, where=where))
+            continue
         page = pcp.decode_page(files[member], where=where)
         item = pcp.page_item(
             page,
             path=path,
-            sha256=pcp.sha256_bytes(files[member]),
+            sha256=sha256,
             where=where,
             restore=restore,
             exporter=exporter,

@@ -18,8 +18,17 @@ _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def record_sha256(record: Any) -> str:
-    """SHA-256 of a JSON record as received, in canonical (RFC 8785) form."""
-    return hashlib.sha256(rfc8785.dumps(record)).hexdigest()
+    """SHA-256 of a JSON record as received, in canonical (RFC 8785) form.
+
+    A record RFC 8785 cannot canonicalise (an integer past 2**53) is hashed as compact JSON
+    with sorted keys instead: still one fixed text per record.
+    """
+    try:
+        text = rfc8785.dumps(record)
+    except rfc8785.CanonicalizationError:
+        compact = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        text = compact.encode("utf-8")
+    return hashlib.sha256(text).hexdigest()
 
 
 def to_utc(value: Any) -> str | None:

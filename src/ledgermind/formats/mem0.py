@@ -77,6 +77,8 @@ def item(record: Any, where: str) -> Item | Refusal:
         for k, v in record.items()
         if k not in _MAPPED and k not in _DROPPED and k != "memory_type" and v is not None
     }
+    if record.get("memory_type") not in (None, "procedural_memory"):
+        unmapped["memory_type"] = record["memory_type"]  # only procedural has a PCP type
     if metadata:
         unmapped["metadata"] = metadata
     sha = foreign.record_sha256(record)

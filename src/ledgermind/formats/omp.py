@@ -63,11 +63,14 @@ def item(record: Any, where: str) -> Item | Refusal:
     recorded = foreign.to_utc(record.get("created_at"))
     if recorded:
         x_import["recorded_at"] = recorded
-    unmapped = {
-        k: record[k]
-        for k in ("namespace", "updated_at", "metadata")
-        if record.get(k) not in (None, {}, "")
-    }
+    # Every other value is kept, as are times that could not be mapped; the embedding is
+    # derived and dropped.
+    mapped = {"id", "content", "type", "source", "tags", "embedding"}
+    if valid_until:
+        mapped.add("expires_at")
+    if recorded:
+        mapped.add("created_at")
+    unmapped = {k: v for k, v in record.items() if k not in mapped and v is not None and v != {}}
     if unmapped:
         x_import["fields"] = unmapped
     return Item(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -218,7 +218,7 @@ def view(memory: Memory) -> View:
     if not isinstance(base, int):
         return View(memory.id, memory.created_at, memory.updated_at, own, None, None, False)
     later = own[base:]
-    unchanged = not later
+    unchanged = all(a["action"] == "exported" for a in later)  # an export changes nothing
     return View(
         id=stamps.get("id", memory.id),
         created_at=stamps.get("created_at", memory.created_at),
@@ -448,12 +448,30 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def decode(data: bytes, *, name: str = "page.md", restore: bool = False, **_: Any) -> Decoded:
-    """One page file as an item (its path from the file name, without ``.md``)."""
-    page = decode_page(data, where=name)
+def known_item(path: str, sha256: str, *, where: str) -> Item:
+    """A page already in the ledger (its key is known): not parsed, counted as unchanged."""
+    return Item(content="", where=where, key=(path, sha256))
+
+
+def decode(
+    data: bytes,
+    *,
+    name: str = "page.md",
+    restore: bool = False,
+    known: Collection[tuple[str, str]] = (),
+    **_: Any,
+) -> Decoded:
+    """One page file as an item (its path from the file name, without ``.md``).
+
+    A page whose key (path, sha256) is in ``known`` is returned unparsed (:func:`known_item`).
+    """
     stem = name.rsplit("/", 1)[-1]
     path = check_path(stem[:-3] if stem.endswith(".md") else stem, where=name)
-    item = page_item(page, path=path, sha256=sha256_bytes(data), where=name, restore=restore)
+    sha256 = sha256_bytes(data)
+    if (path, sha256) in known:
+        return [known_item(path, sha256, where=name)], []
+    page = decode_page(data, where=name)
+    item = page_item(page, path=path, sha256=sha256, where=name, restore=restore)
     return ([item], []) if isinstance(item, Item) else ([], [item])
 
 

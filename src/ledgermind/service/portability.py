@@ -20,6 +20,7 @@ owner's projection is left alone, so importing the same input twice changes noth
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -35,11 +36,12 @@ from ledgermind.core.errors import (
     NotFoundError,
     PolicyDeniedError,
 )
+from ledgermind.core.events import Event
 from ledgermind.core.records import Memory as MemoryRecord
-from ledgermind.core.records import check_principal
+from ledgermind.core.records import check_principal, principal_kind
 from ledgermind.formats import archive, pcp, personaxis, registry
 from ledgermind.formats.registry import Item, Refusal
-from ledgermind.service.memory import Draft, Memory
+from ledgermind.service.memory import Draft, Memory, _Plan
 from ledgermind.storage.base import MemoryFilter
 
 MODES: Final = ("import", "restore")
@@ -47,6 +49,7 @@ EXPORT_FORMATS: Final = ("pcp", "personaxis", "hux")
 RESTORABLE: Final = ("pcp", "pcp-page", "personaxis")
 MAX_FILE_BYTES: Final = archive.DEFAULT_LIMITS.max_file_bytes
 MAX_DIRECTORY_FILES: Final = archive.DEFAULT_LIMITS.max_members
+BATCH: Final = 500  # memories written per transaction on import and restore
 _DRAFT_FIELDS: Final = frozenset(f.name for f in fields(Draft))
 
 Progress = Callable[[int, int], None]
@@ -133,8 +136,8 @@ def _omission(memory: MemoryRecord) -> str | None:
 
 def pcp_files(
     memory: Memory, *, owner: str | None = None, at: datetime | None = None
-) -> tuple[dict[str, bytes], int, tuple[dict[str, Any], ...]]:
-    """The files of an owner's PCP archive, with the page count and the omissions."""
+) -> tuple[dict[str, bytes], tuple[str, ...], tuple[dict[str, Any], ...]]:
+    """The files of an owner's PCP archive, the ids of the exported memories, the omissions."""
     whose = _owner(memory, owner)
     exported_at = _stamp(at)
     everything = sorted(memory.store.memories(whose, MemoryFilter()), key=lambda m: m.seq)
@@ -180,7 +183,51 @@ def pcp_files(
         omitted=omitted,
         audit_range=(min(moments), max(moments)) if moments else None,
     )
-    return files, len(pages), omitted
+    ids = tuple(item.id for item, _ in pages.values())
+    return files, ids, omitted
+
+
+def record_export(
+    memory: Memory, result: ExportResult, *, owner: str, memory_ids: Sequence[str]
+) -> None:
+    """Append the ``export`` event for bytes already made: who exported what, and its sha256.
+
+    Each listed memory gets an ``exported`` audit item (no new revision). The event comes after
+    the bytes, so an export never contains its own export event. The actor is the facade's
+    principal (the caller); the adapters refuse a caller without the right before exporting.
+    """
+    digest = hashlib.sha256(result.data).hexdigest()
+    who = memory.principal
+    event = Event(
+        "export",
+        f"export_{digest[:24]}",
+        who,
+        fields={
+            "format": result.format,
+            "sha256": digest,
+            "bytes": len(result.data),
+            "items": result.items,
+        },
+        memories=tuple(memory_ids),
+    )
+    with memory._writing(owner) as tx:
+        memory._commit(
+            tx,
+            event,
+            content=f"[exported {len(memory_ids)} memories as {result.format}]",
+            channel=memory._steward_channel(who, owner),
+        )
+
+
+def _archive(
+    memory: Memory, whose: str, at: datetime | None, container: str
+) -> tuple[ExportResult, tuple[str, ...]]:
+    if container not in ("tar", "zip"):
+        raise InvalidInputError(f"an archive is tar or zip; got {container!r}", field="container")
+    files, ids, omitted = pcp_files(memory, owner=whose, at=at)
+    exported_at = json.loads(files[archive.MANIFEST])["exported_at"]
+    writer = archive.write_zip if container == "zip" else archive.write_tar
+    return ExportResult("pcp", writer(files, exported_at), len(ids), omitted), ids
 
 
 def export_archive(
@@ -190,13 +237,14 @@ def export_archive(
     at: datetime | None = None,
     container: str = "tar",
 ) -> ExportResult:
-    """An owner's memories as a PCP archive (``tar`` or ``zip``), reproducible given ``at``."""
-    if container not in ("tar", "zip"):
-        raise InvalidInputError(f"an archive is tar or zip; got {container!r}", field="container")
-    files, count, omitted = pcp_files(memory, owner=owner, at=at)
-    exported_at = json.loads(files[archive.MANIFEST])["exported_at"]
-    writer = archive.write_zip if container == "zip" else archive.write_tar
-    return ExportResult("pcp", writer(files, exported_at), count, omitted)
+    """An owner's memories as a PCP archive (``tar`` or ``zip``), reproducible given ``at``.
+
+    The export is audited: once the bytes are made, one ``export`` event is appended.
+    """
+    whose = _owner(memory, owner)
+    result, ids = _archive(memory, whose, at, container)
+    record_export(memory, result, owner=whose, memory_ids=ids)
+    return result
 
 
 def export_to(
@@ -207,20 +255,38 @@ def export_to(
     owner: str | None = None,
     at: datetime | None = None,
 ) -> ExportResult:
-    """Export in ``fmt`` to a file; a PCP archive is a zip when the name ends in ``.zip``."""
-    if fmt == "pcp":
-        result = export_archive(
-            memory, owner=owner, at=at, container="zip" if output.suffix == ".zip" else "tar"
+    """Export in ``fmt`` to a file; a PCP archive is a zip when the name ends in ``.zip``.
+
+    The bytes are made, written, then the export is audited (:func:`record_export`); should
+    the ledger refuse the event (it does not verify), the file is removed again: no export
+    leaves without its event, and the file never holds its own export event.
+    """
+    whose = _owner(memory, owner)
+    if not output.parent.is_dir():
+        raise NotFoundError(
+            f"{output.parent} is not a folder; create it or write elsewhere", path=str(output)
         )
+    if fmt == "pcp":
+        container = "zip" if output.suffix == ".zip" else "tar"
+        result, ids = _archive(memory, whose, at, container)
     elif fmt in ("personaxis", "hux", "hux-jsonl"):
         lines = fmt == "hux-jsonl" or (fmt == "hux" and output.suffix == ".jsonl")
-        data, count = memory.export("hux-jsonl" if lines else fmt, owner=owner)
+        ids = tuple(sorted(memory.store.projection(whose)))
+        data, count = memory.export("hux-jsonl" if lines else fmt, owner=whose)
         result = ExportResult(fmt, data, count)
     else:
         raise InvalidInputError(
             f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}", field="format"
         )
-    output.write_bytes(result.data)
+    try:
+        output.write_bytes(result.data)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {output}: {exc.strerror}", path=str(output)) from exc
+    try:
+        record_export(memory, result, owner=whose, memory_ids=ids)
+    except BaseException:
+        output.unlink(missing_ok=True)
+        raise
     return result
 
 
@@ -275,6 +341,62 @@ def _draft(item: Item, *, restore: bool, instant: str) -> Draft:
     return Draft(**values, extra=extra, stamps=dict(item.stamps))
 
 
+_REFUSALS: Final = (InvalidInputError, PolicyDeniedError, ConflictError)
+HIDDEN_NOTE: Final = "hidden in the restored archive"
+
+
+def may_admit(memory: Memory, owner: str) -> None:
+    """Only the owner, or a service principal, may restore or import into a ledger."""
+    if memory.principal != owner and principal_kind(memory.principal) != "service":
+        raise PolicyDeniedError(
+            f"only {owner} (or a service principal) may restore or import into their"
+            f" ledger; {memory.principal} may not",
+            actor=memory.principal,
+            owner=owner,
+        )
+
+
+def _plan(memory: Memory, item: Item, *, owner: str, restore: bool, instant: str) -> _Plan:
+    """Validate one item and let the policy decide it, as ``Memory.admit`` does; no write."""
+    if item.status is not None and item.status not in ("proposed", "active", "rejected"):
+        raise InvalidInputError(
+            f"an admitted memory is proposed, active or rejected; got {item.status!r}",
+            field="status",
+        )
+    plan = memory._plan(
+        item.content,
+        owner=owner,
+        actor=item.actor if restore else None,
+        channel=item.channel,
+        on_behalf_of=item.on_behalf_of if restore else None,
+        draft=_draft(item, restore=restore, instant=instant),
+        details={},
+        status=item.status,
+    )
+    if plan.decision.mode == "no_store":
+        why = plan.decision.why
+        raise PolicyDeniedError(f"the policy does not store this: {why}", reason=why)
+    return plan
+
+
+def _write_batch(memory: Memory, owner: str, planned: Sequence[tuple[Item, _Plan]]) -> list[str]:
+    """Write planned items in one transaction: each is its entry (and its hide) or nothing."""
+    created: list[str] = []
+    with memory._writing(owner) as tx:
+        for item, plan in planned:
+            result = memory._write_plan(tx, plan)
+            if item.hidden:
+                hide = Event("hide", result.id, memory.principal, texts={"note": HIDDEN_NOTE})
+                memory._commit(
+                    tx,
+                    hide,
+                    content=f"[hidden {result.id}]",
+                    channel=memory._steward_channel(memory.principal, owner),
+                )
+            created.append(result.id)
+    return created
+
+
 def write_items(
     memory: Memory,
     items: Sequence[Item],
@@ -284,31 +406,47 @@ def write_items(
     report: ImportReport,
     at: datetime | None = None,
     progress: Progress | None = None,
+    batch: int = BATCH,
+    known: set[tuple[str, str]] | None = None,
 ) -> ImportReport:
-    """Write decoded items one by one: skip known keys, report refusals, keep the rest."""
+    """Write decoded items ``batch`` at a time: skip known keys, report refusals, keep the rest.
+
+    Every item of a batch is validated and decided by the policy first (as ``Memory.admit``
+    does); the ones refused are reported and the rest are written in one transaction, each
+    as its own entries (a hidden page's ``hide`` with it). Should the store refuse a batch
+    anyway, it is rolled back whole and written again item by item, so a refusal is still
+    reported for its item alone and nothing is ever half-written.
+    """
+    if batch < 1:
+        raise InvalidInputError("batch must be at least 1", field="batch")
+    may_admit(memory, owner)
     instant = _stamp(at)
-    known = _keys(memory, owner)
-    for done, item in enumerate(items, start=1):
-        if item.key in known:
-            report.unchanged += 1
-        else:
+    if known is None:
+        known = _keys(memory, owner)
+    done = 0
+    for start in range(0, len(items), batch):
+        planned: list[tuple[Item, _Plan]] = []
+        for item in items[start : start + batch]:
+            if item.key in known:
+                report.unchanged += 1
+                continue
             try:
-                result = memory.admit(
-                    item.content,
-                    owner=owner,
-                    status=item.status,
-                    actor=item.actor if restore else None,
-                    channel=item.channel,
-                    on_behalf_of=item.on_behalf_of if restore else None,
-                    draft=_draft(item, restore=restore, instant=instant),
-                )
-                if item.hidden:
-                    memory.hide(result.id, owner=owner, note="hidden in the restored archive")
-            except (InvalidInputError, PolicyDeniedError, ConflictError) as exc:
+                plan = _plan(memory, item, owner=owner, restore=restore, instant=instant)
+            except _REFUSALS as exc:
                 report.refused.append(Refusal(item.where, exc.message))
             else:
-                report.created.append(result.id)
-                known.add(item.key)
+                planned.append((item, plan))
+                known.add(item.key)  # a repeated key within one input is written once
+        try:
+            report.created.extend(_write_batch(memory, owner, planned))
+        except _REFUSALS:
+            for item, plan in planned:
+                try:
+                    report.created.extend(_write_batch(memory, owner, [(item, plan)]))
+                except _REFUSALS as exc:
+                    report.refused.append(Refusal(item.where, exc.message))
+                    known.discard(item.key)
+        done = min(start + batch, len(items))
         if progress is not None:
             progress(done, len(items))
     return report
@@ -355,6 +493,8 @@ def import_files(
         raise InvalidInputError(f"mode is import or restore; got {mode!r}", field="mode")
     whose = _owner(memory, owner)
     restore = mode == "restore"
+    may_admit(memory, whose)
+    known = _keys(memory, whose)
     items: list[Item] = []
     refused: list[Refusal] = []
     names: list[str] = []
@@ -371,13 +511,22 @@ def import_files(
             return _restore_chain(memory, data, name=name, owner=whose, reanchor=reanchor)
         if codec.decoder is None:  # pragma: no cover - every registered codec decodes
             raise InvalidInputError(f"{codec.name} cannot be imported")
-        found, skipped = codec.decoder(data, name=name, restore=restore, reanchor=reanchor)
+        found, skipped = codec.decoder(
+            data, name=name, restore=restore, reanchor=reanchor, known=known
+        )
         items.extend(found)
         refused.extend(skipped)
     label = names[0] if len(set(names)) == 1 else "mixed"
     report = ImportReport(label, mode, whose, refused=refused)
     return write_items(
-        memory, items, owner=whose, restore=restore, report=report, at=at, progress=progress
+        memory,
+        items,
+        owner=whose,
+        restore=restore,
+        report=report,
+        at=at,
+        progress=progress,
+        known=known,
     )
 
 
