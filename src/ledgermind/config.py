@@ -133,7 +133,14 @@ def open_store(location: str | Path, *, dimension: int | None = None) -> Store:
 
 def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
     """The composition root: a store, a policy and the facade over them."""
+    from ledgermind.embedding import StaticEmbedder
+
+    embedder = StaticEmbedder.default()
     store = open_store(settings.database_url or settings.home / DATABASE_NAME)
     return Memory(
-        store, policy=load_policy(settings.policy_path), principal=settings.principal, clock=clock
+        store,
+        policy=load_policy(settings.policy_path),
+        principal=settings.principal,
+        clock=clock,
+        embedder=embedder,
     )

@@ -15,6 +15,7 @@ from ledgermind.config import load_policy
 from ledgermind.core.chain import REDACTED_MARKER, make_entry, redact_entry, verify
 from ledgermind.core.checkpoints import StoredReply
 from ledgermind.core.events import Record, verify_records
+from ledgermind.embedding import HashingEmbedder
 from ledgermind.service.memory import Memory
 from ledgermind.service.recall import fts_match
 from ledgermind.storage.base import MemoryFilter, Store, Tip
@@ -285,3 +286,64 @@ def test_tokens_are_kept_listed_and_revoked(any_store: Store) -> None:
     revoked = any_store.token("tok_a")
     assert revoked is not None
     assert revoked.revoked_at == "2026-11-29T11:00:00.000Z"
+
+
+def vector_facade(store: Store) -> Memory:
+    return Memory(
+        store,
+        policy=load_policy(None),
+        principal=ALICE,
+        clock=StepClock(),
+        embedder=HashingEmbedder(),
+    )
+
+
+def test_vector_search_finds_the_nearest_and_honours_filters(any_store: Store) -> None:
+    memory = vector_facade(any_store)
+    tea = memory.remember("green tea in the morning", kind="preference")
+    dog = memory.remember("the dog is called Pixel")
+    assert any_store.vector_model() == ("hashing-64", 64)
+    query = HashingEmbedder().embed(["green tea in the morning"])[0]
+    hits = any_store.vector(ALICE, query, 10, MemoryFilter(retrievable_only=True))
+    assert [h.memory_id for h in hits][:1] == [tea.id]
+    assert hits[0].rank == 1
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)
+    assert {h.memory_id for h in hits} == {tea.id, dog.id}
+    only = any_store.vector(ALICE, query, 10, MemoryFilter(kinds=("fact",)))
+    assert [h.memory_id for h in only] == [dog.id]
+    rows = any_store.recall_rows(ALICE, [tea.id, "m_missing"])
+    assert set(rows) == {tea.id}
+    assert rows[tea.id].text == "green tea in the morning"
+    assert rows[tea.id].seq == 0
+
+
+def test_the_vector_row_disappears_on_forget_and_redact(any_store: Store) -> None:
+    memory = vector_facade(any_store)
+    forgotten = memory.remember("zebra one")
+    redacted = memory.remember("zebra two")
+    kept = memory.remember("zebra three")
+    assert any_store.vector_ids(ALICE) == {forgotten.id, redacted.id, kept.id}
+    memory.forget(forgotten.id)
+    memory.redact(redacted.id, reason="erase it")
+    assert any_store.vector_ids(ALICE) == {kept.id}
+    query = HashingEmbedder().embed(["zebra two"])[0]
+    assert [h.memory_id for h in any_store.vector(ALICE, query, 10, MemoryFilter())] == [kept.id]
+
+
+def test_vector_search_keeps_owners_apart(any_store: Store) -> None:
+    memory = vector_facade(any_store)
+    mine = memory.remember("Alice likes tea")
+    theirs = memory.remember("Bob likes tea", owner=BOB, actor=BOB)
+    query = HashingEmbedder().embed(["likes tea"])[0]
+    assert [h.memory_id for h in any_store.vector(ALICE, query, 10, MemoryFilter())] == [mine.id]
+    assert [h.memory_id for h in any_store.vector(BOB, query, 10, MemoryFilter())] == [theirs.id]
+    assert any_store.vector_ids(BOB) == {theirs.id}
+    assert any_store.recall_rows(ALICE, [theirs.id]) == {}
+
+
+def test_a_new_vector_model_drops_every_vector(any_store: Store) -> None:
+    memory = vector_facade(any_store)
+    memory.remember("the cat is called Miso")
+    any_store.set_vector_model("other", 32)
+    assert any_store.vector_model() == ("other", 32)
+    assert any_store.vector_ids(ALICE) == set()

@@ -282,7 +282,12 @@ def remember(
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
 @click.option("--scope")
 @click.option("--tag", "tags", multiple=True)
+@click.option("--partition")
 @click.option("--sensitive", "include_sensitive", is_flag=True, help="Include sensitive memories.")
+@click.option("--archived", "include_archived", is_flag=True, help="Include archived memories.")
+@click.option("--no-stale", "exclude_stale", is_flag=True, help="Leave out stale memories.")
+@click.option("--valid-on", help="Only what was valid on this date (YYYY-MM-DD or a time).")
+@click.option("--as-of", help="As the ledger stood at this UTC time (2026-01-01T00:00:00Z).")
 @json_option
 @click.pass_obj
 def recall(
@@ -293,10 +298,15 @@ def recall(
     kinds: tuple[str, ...],
     scope: str | None,
     tags: tuple[str, ...],
+    partition: str | None,
     include_sensitive: bool,
+    include_archived: bool,
+    exclude_stale: bool,
+    valid_on: str | None,
+    as_of: str | None,
     as_json: bool,
 ) -> None:
-    """Recall the memories that best answer QUERY."""
+    """Recall the memories that best answer QUERY, each with its score and why it ranked."""
     ctx = _ctx(obj, as_json)
     with handled(ctx):
         hits = ctx.memory.recall(
@@ -307,7 +317,12 @@ def recall(
                 kinds=kinds or None,
                 scope=scope,
                 tags=tags,
+                partition=partition,
                 include_sensitive=include_sensitive,
+                include_archived=include_archived,
+                include_stale=not exclude_stale,
+                valid_on=valid_on,
+                as_of=as_of,
             )
         )
 
@@ -316,6 +331,7 @@ def recall(
                 out_console.print(
                     f"{hit.score:8.3f}  {hit.memory.id}  {hit.memory.content}", highlight=False
                 )
+                out_console.print(f"          [dim]{_why(hit.why)}[/]", highlight=False)
             if not hits:
                 out_console.print("nothing found")
 
@@ -554,6 +570,54 @@ def rebuild(obj: Context, owner: str | None, as_json: bool) -> None:
         emit(ctx, {"owners": results}, human)
         if not all(r["equal"] for r in results):
             sys.exit(EXIT_NOT_FOUND)
+
+
+def _why(why: dict[str, Any]) -> str:
+    """One line: lexical and vector rank, then each adjustment."""
+    parts = []
+    for name in ("lexical", "vector"):
+        if why.get(f"{name}_rank") is not None:
+            parts.append(f"{name} #{why[f'{name}_rank']}")
+    parts += [
+        f"{k} {v:+.2f}" if k in _LIFTS else f"{k} x{v:.2f}"
+        for k, v in why.get("adjustments", {}).items()
+    ]
+    return ", ".join(parts)
+
+
+_LIFTS = frozenset(["neighbours", "session", "when", "date", "speaker"])
+
+
+@cli.command()
+@click.option("--owner", help="Only this owner's memories (default: every owner).")
+@json_option
+@click.pass_obj
+def reindex(obj: Context, owner: str | None, as_json: bool) -> None:
+    """Recompute the vector of every retrievable memory (after changing the embedding model)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    ctx = _ctx(obj, as_json)
+    with handled(ctx):
+        columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
+        with Progress(
+            *columns, TimeRemainingColumn(), console=err_console, disable=ctx.as_json
+        ) as bar:
+            task = bar.add_task("embedding", total=None)
+
+            def advance(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            counts = ctx.memory.reindex(owner, progress=advance)
+        embedder = ctx.memory.embedder
+        model = None if embedder is None else {"name": embedder.name, "dim": embedder.dim}
+
+        def human() -> None:
+            for whose, count in counts.items():
+                out_console.print(f"{whose}: {count} memories embedded", highlight=False)
+            if model:
+                out_console.print(f"model {model['name']} ({model['dim']} dimensions)")
+
+        emit(ctx, {"owners": counts, "model": model}, human)
 
 
 @cli.command()

@@ -58,12 +58,14 @@ from ledgermind.core.records import (
     Memory as MemoryRecord,
 )
 from ledgermind.service import validation as check
-from ledgermind.service.recall import Query, RecallHit, fts_match
+from ledgermind.service.recall import Query, RecallHit, memory_text
+from ledgermind.service.recall import recall as run_recall
 from ledgermind.storage.base import MemoryFilter, Store, Tip, Transaction
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ledgermind.embedding import Embedder
     from ledgermind.service.portability import ExportResult, ImportReport
 
 Clock = Callable[[], datetime]
@@ -222,12 +224,46 @@ class Memory:
         policy: Policy,
         principal: str,
         clock: Clock = utc_now,
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
         self.principal = check_principal(principal, "acting principal")
         self._clock = clock
         self._verified: dict[str, Tip] = {}
+        self.embedder = embedder
+        self._vectors_ok: bool | None = None
+
+    # -- embeddings -------------------------------------------------------------------
+
+    def _vectors_ready(self) -> bool:
+        """Whether writes embed and recall searches vectors: the store's model is ours.
+
+        The first use records this embedder's name and dimension in the store; a store
+        that holds another model's vectors gets none from this one until ``reindex``.
+        """
+        if self.embedder is None:
+            return False
+        if self._vectors_ok is None:
+            model = self.store.vector_model()
+            if model is None:
+                self.store.set_vector_model(self.embedder.name, self.embedder.dim)
+                model = (self.embedder.name, self.embedder.dim)
+            self._vectors_ok = model == (self.embedder.name, self.embedder.dim)
+        return self._vectors_ok
+
+    def _embed(self, texts: Sequence[str]) -> list[Any]:
+        """Vectors for texts in one batch (empty when vectors are off)."""
+        if not texts or not self._vectors_ready() or self.embedder is None:
+            return []
+        return list(self.embedder.embed(list(texts)))
+
+    def _plan_vectors(self, plans: Sequence[_Plan]) -> dict[str, Any]:
+        """Embeddings of planned creations, computed in one batch before the transaction."""
+        wanted = [p for p in plans if p.decision.mode != "no_store"]
+        texts = [" ".join(t for t in (p.event.texts.get("title"), p.content) if t) for p in wanted]
+        vectors = self._embed(texts)
+        return {p.event.memory: v for p, v in zip(wanted, vectors, strict=False)}
 
     # -- composition ------------------------------------------------------------------
 
@@ -309,6 +345,7 @@ class Memory:
 
     @contextmanager
     def _writing(self, owner: str) -> Iterator[Transaction]:
+        self._vectors_ready()  # records the model first: not inside the write
         with self.store.write(owner) as tx:
             self._ensure_verified(tx)
             yield tx
@@ -322,8 +359,14 @@ class Memory:
         content: str,
         channel: str,
         reserved: tuple[str, ...] = (),
+        vectors: Mapping[str, Any] | None = None,
     ) -> list[MemoryRecord]:
-        """Append one event and project it; returns the memories it changed."""
+        """Append one event and project it; returns the memories it changed.
+
+        A changed memory that is active and retrievable gets its embedding (from
+        ``vectors``, computed before the transaction, or here for e.g. an approval); the
+        store drops the vector of one that leaves retrieval.
+        """
         meta_text = canonical(event.meta())
         entry = make_entry(
             ts=self._now(),
@@ -345,8 +388,16 @@ class Memory:
             if old is not None:
                 touched[old.id] = old
         lifecycle.apply(touched, Record(seq, entry, meta_text, event.texts), tx.owner)
+        given = vectors or {}
+        live = [
+            m
+            for m in touched.values()
+            if m.status == "active" and m.retrievable and m.content and m.id not in given
+        ]
+        embedded = self._embed([memory_text(m) for m in live])
+        computed = dict(zip((m.id for m in live), embedded, strict=False))
         for memory in touched.values():
-            tx.put(memory)
+            tx.put(memory, given.get(memory.id, computed.get(memory.id)))
         return list(touched.values())
 
     def _load(self, tx: Transaction, memory_id: str) -> MemoryRecord:
@@ -440,8 +491,9 @@ class Memory:
             supersedes=supersedes,
             status=status,
         )
+        vectors = self._plan_vectors([plan])
         with self._writing(plan.owner) as tx:
-            return self._write_plan(tx, plan)
+            return self._write_plan(tx, plan, vectors)
 
     def remember_many(
         self,
@@ -491,8 +543,9 @@ class Memory:
                 ) from exc
         if not plans:
             return []
+        vectors = self._plan_vectors(plans)
         with self._writing(plans[0].owner) as tx:
-            return [self._write_plan(tx, plan) for plan in plans]
+            return [self._write_plan(tx, plan, vectors) for plan in plans]
 
     def _plan(
         self,
@@ -558,12 +611,19 @@ class Memory:
         reserved = (INJECTION_TAG,) if decision.flagged else ()
         return _Plan(whose, event, content, channel, reserved, decision)
 
-    def _write_plan(self, tx: Transaction, plan: _Plan) -> WriteResult:
+    def _write_plan(
+        self, tx: Transaction, plan: _Plan, vectors: Mapping[str, Any] | None = None
+    ) -> WriteResult:
         """Append a planned creation inside an open transaction."""
         if plan.event.supersedes is not None:
             lifecycle.check_transition(self._load(tx, plan.event.supersedes), "edit")
         changed = self._commit(
-            tx, plan.event, content=plan.content, channel=plan.channel, reserved=plan.reserved
+            tx,
+            plan.event,
+            content=plan.content,
+            channel=plan.channel,
+            reserved=plan.reserved,
+            vectors=vectors,
         )
         created = next(m for m in changed if m.id == plan.event.memory)
         return WriteResult(
@@ -935,23 +995,66 @@ class Memory:
         ):
             raise InvalidInputError("limit must be a whole number from 1 to 1000", field="limit")
         whose = self._owner(query.owner, self.principal)
-        match = fts_match(text)
-        if match is None:
-            return []
-        flt = MemoryFilter(
-            retrievable_only=True,
-            kinds=query.kinds,
-            scope=query.scope,
-            partition=query.partition,
-            tags=query.tags,
-            include_sensitive=query.include_sensitive,
-        )
-        hits = self.store.lexical(whose, match, query.limit, flt)
-        out = []
-        for hit in hits:
-            memory = self.store.get(whose, hit.memory_id)
-            if memory is not None:
-                out.append(RecallHit(memory, hit.score, {"lexical_rank": hit.rank}))
+        if query.valid_on is not None:
+            check.date_or_time(query.valid_on, "valid_on")
+        check.utc_time(query.as_of, "as_of")
+        if not query.indexes or set(query.indexes) - {"lexical", "vector"}:
+            raise InvalidInputError("indexes must name lexical, vector or both", field="indexes")
+        now = self._clock() if query.now is None else _parse(str(check.utc_time(query.now, "now")))
+        embedder = None
+        if self.embedder is not None:
+            if not self._vectors_ready():
+                model = self.store.vector_model()
+                raise ConflictError(
+                    f"the stored vectors were made by {model[0] if model else 'another model'}"
+                    f" ({model[1] if model else '?'} dimensions), not by {self.embedder.name};"
+                    " run `ledgermind reindex`",
+                    model=model[0] if model else None,
+                )
+            embedder = self.embedder
+        return run_recall(self.store, embedder, whose, query, text=text, now=now)
+
+    def _refresh_vectors(self, owner: str) -> None:
+        # A projection written without embeddings (restore, rebuild, re-anchor) gets them.
+        if self._vectors_ready():
+            self.reindex(owner)
+
+    def reindex(
+        self,
+        owner: str | None = None,
+        *,
+        batch: int = 1000,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Recompute the vector of every retrievable memory (all owners, or one).
+
+        Run it after changing the embedding model (the store then records the new one) or
+        after restoring a store whose vectors were not kept. Returns memories per owner.
+        ``progress(done, total)`` is called after each batch.
+        """
+        if self.embedder is None:
+            raise InvalidInputError("this installation has no embedder; nothing to reindex")
+        model = (self.embedder.name, self.embedder.dim)
+        owners = [check_principal(owner, "owner")] if owner else self.store.owners()
+        if self.store.vector_model() != model:
+            self.store.set_vector_model(*model)
+            owners = self.store.owners()  # every owner's vectors were dropped
+        self._vectors_ok = True
+        live = MemoryFilter(retrievable_only=True)
+        totals = {whose: self.store.count(whose, live) for whose in owners}
+        total, done, out = sum(totals.values()), 0, {}
+        for whose in owners:
+            memories = [m for m in self.store.memories(whose, live) if m.content]
+            for start in range(0, len(memories), batch):
+                chunk = memories[start : start + batch]
+                vectors = self._embed([memory_text(m) for m in chunk])
+                with self.store.write(whose) as tx:
+                    for memory, vector in zip(chunk, vectors, strict=True):
+                        tx.put(memory, vector)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, total)
+            out[whose] = len(memories)
         return out
 
     def export(self, fmt: str, *, owner: str | None = None) -> tuple[bytes, int]:
@@ -1060,6 +1163,7 @@ class Memory:
             equal, mismatch = self._compare_projection(whose)
             rebuilt = lifecycle.fold(self.store.records(whose), whose)
             self.store.replace_projection(whose, rebuilt)
+            self._refresh_vectors(whose)
             out.append(
                 {"owner": whose, "memories": len(rebuilt), "equal": equal, "mismatch": mismatch}
             )
@@ -1135,6 +1239,7 @@ class Memory:
             for memory in sorted(projection.values(), key=lambda m: m.seq):
                 tx.put(memory)
         self._verified[whose] = Tip(result.length, result.head)
+        self._refresh_vectors(whose)
         return result
 
     def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
@@ -1158,6 +1263,7 @@ class Memory:
                 Record(r.seq, e, r.meta, r.texts) for r, e in zip(records, migrated, strict=True)
             ]
         self.store.replace_projection(whose, lifecycle.fold(renewed, whose))
+        self._refresh_vectors(whose)
         return {old: new for old, new in remapped.items() if old != new}
 
 

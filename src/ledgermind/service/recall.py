@@ -1,19 +1,45 @@
-"""Recall: the query value object and hits with the reasons they ranked."""
+"""Recall: the query value object, the filters, and hits with the reasons they ranked.
+
+:func:`recall` is the whole read path (docs/retrieval.md): the store gives candidates
+from its lexical index and its vector index and the ranking fields of each
+(:class:`~ledgermind.storage.base.RecallRow`); the filters below drop what may not be
+returned; :func:`ledgermind.core.ranking.rank` orders the rest; only the top ``limit``
+memories are read in full.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
+from ledgermind.core.query import analyze_query, candidate_limits, fts5_match_expression
+from ledgermind.core.ranking import Candidate, rank
 from ledgermind.core.records import Memory
+from ledgermind.storage.base import MemoryFilter, RecallRow
+
+if TYPE_CHECKING:
+    from ledgermind.embedding import Embedder
+    from ledgermind.storage.base import Store
+
+SPEAKER_KEY = "x_speaker"
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """What to recall, for whom, and within which bounds."""
+    """What to recall, for whom, and within which bounds.
+
+    ``valid_on`` (a date or time) keeps memories valid then (``valid_from`` ≤ D ≤
+    ``valid_until``, open ends unbounded). ``as_of`` (a UTC time) answers as the ledger
+    stood then: memories created by then and active and retrievable then by their audit
+    trail, among those whose text is still held (erased text stays erased). ``now``
+    (default: the facade's clock) decides expiry, staleness and recency. ``indexes``
+    chooses the candidate sources (``lexical``, ``vector``; both by default).
+    """
 
     text: str
     owner: str | None = None
@@ -27,6 +53,8 @@ class Query:
     include_archived: bool = False
     valid_on: str | None = None
     as_of: str | None = None
+    now: str | None = None
+    indexes: tuple[str, ...] = ("lexical", "vector")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +83,162 @@ def fts_match(text: str) -> str | None:
     if not words:
         return None
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
+
+
+def memory_text(memory: Memory) -> str:
+    """The text a memory is indexed and embedded by: its title and content."""
+    return " ".join(part for part in (memory.title, memory.content) if part)
+
+
+def _parse(value: str) -> datetime:
+    text = value.replace("Z", "+00:00")
+    if len(text) == 10:
+        text += "T00:00:00+00:00"
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def is_expired(row: RecallRow, now: datetime) -> bool:
+    """Retention has run out (``expires``, a ttl ``expires_at`` or ``decay``), swept or not."""
+    if row.expires is not None and _parse(row.expires) <= now:
+        return True
+    if row.ttl_policy == "expires_at" and row.ttl_expires_at is not None:
+        return _parse(row.ttl_expires_at) <= now
+    if row.ttl_policy == "decay" and row.ttl_decay_days is not None:
+        return _parse(row.updated_at) + timedelta(days=row.ttl_decay_days) <= now
+    return False
+
+
+def is_stale(row: RecallRow, now: datetime) -> bool:
+    """Lifecycle ``stale``, or ``valid_until`` already past: down-ranked, not excluded."""
+    if row.lifecycle == "stale":
+        return True
+    return row.valid_until is not None and _end_of(row.valid_until) < now
+
+
+def _end_of(value: str) -> datetime:
+    # A date-only bound covers its whole day.
+    moment = _parse(value)
+    return moment + timedelta(days=1) - timedelta(microseconds=1) if len(value) == 10 else moment
+
+
+def is_valid_on(row: RecallRow, moment: str) -> bool:
+    """Whether the memory's validity interval contains ``moment`` (a date or a time)."""
+    start, end = _parse(moment), _end_of(moment)
+    if row.valid_from is not None and _parse(row.valid_from) > end:
+        return False
+    return row.valid_until is None or _end_of(row.valid_until) >= start
+
+
+_ENTERS = {"proposed": None, "approved": True}
+_LEAVES = frozenset(
+    ["rejected", "expired", "forgotten", "superseded", "retrieval_removed", "no_store"]
+)
+
+
+def was_retrievable_at(memory: Memory, moment: datetime) -> bool:
+    """Whether a memory's audit trail says it was active and retrievable at ``moment``.
+
+    Created by then (an automatic write is active at once; a proposal from its approval),
+    and not yet rejected, expired, forgotten, superseded or removed from retrieval.
+    """
+    if _parse(memory.created_at) > moment:
+        return False
+    active = memory.approval_mode == "automatic" or memory.channel == "foreign"
+    for item in memory.audit:
+        if _parse(item.at) > moment:
+            break
+        if item.action == "approved":
+            active = True
+        elif item.action in _LEAVES:
+            active = False
+    return active
+
+
+def recall(
+    store: Store,
+    embedder: Embedder | None,
+    owner: str,
+    query: Query,
+    *,
+    text: str,
+    now: datetime,
+) -> list[RecallHit]:
+    """Rank an owner's memories for a query (validated by the facade); best first."""
+    flt = MemoryFilter(
+        retrievable_only=query.as_of is None,
+        # As of T: hidden memories too (their text is held); forgotten ones have none.
+        statuses=None if query.as_of is None else ("active",),
+        kinds=query.kinds,
+        scope=query.scope,
+        partition=query.partition,
+        tags=query.tags,
+        include_sensitive=query.include_sensitive,
+    )
+    limits = candidate_limits(query.limit)
+    found: dict[str, dict[str, Any]] = {}
+    match = fts5_match_expression(text) if "lexical" in query.indexes else None
+    if match is not None:
+        for hit in store.lexical(owner, match, limits.lexical, flt):
+            found.setdefault(hit.memory_id, {}).update(
+                lexical_rank=hit.rank, lexical_score=hit.score
+            )
+    if embedder is not None and "vector" in query.indexes:
+        vector = embedder.embed([text])[0]
+        if vector.any():
+            for hit in store.vector(owner, vector, limits.vector, flt):
+                found.setdefault(hit.memory_id, {}).update(
+                    vector_rank=hit.rank, vector_score=hit.score
+                )
+    if not found:
+        return []
+    rows = store.recall_rows(owner, list(found))
+    moment = None if query.as_of is None else _parse(query.as_of)
+    held: dict[str, Memory] = {}
+    candidates = []
+    for memory_id, scores in found.items():
+        row = rows.get(memory_id)
+        if row is None or not row.text or is_expired(row, now):
+            continue
+        if row.lifecycle == "archived" and not query.include_archived:
+            continue
+        if query.valid_on is not None and not is_valid_on(row, query.valid_on):
+            continue
+        stale = is_stale(row, now)
+        if stale and not query.include_stale:
+            continue
+        if moment is not None:
+            memory = store.get(owner, memory_id)
+            if memory is None or not was_retrievable_at(memory, moment):
+                continue
+            held[memory_id] = memory
+        candidates.append(_candidate(row, scores, stale))
+    analysis = analyze_query(text)
+    ranked = rank(analysis, candidates, now=now, limit=query.limit)
+    out = []
+    for best in ranked:
+        memory = held.get(best.memory_id) or store.get(owner, best.memory_id)
+        if memory is not None:
+            out.append(RecallHit(memory, best.score, best.explanation.to_dict()))
+    return out
+
+
+def _candidate(row: RecallRow, scores: dict[str, Any], stale: bool) -> Candidate:
+    return Candidate(
+        memory_id=row.memory_id,
+        text=row.text,
+        # The time the memory speaks of when the writer gave one (e.g. a session date).
+        created_at=row.recorded_at or row.valid_from or row.created_at,
+        session=row.session,
+        seq=row.seq,
+        speaker=row.speaker,
+        importance=row.importance,
+        confidence=row.confidence,
+        stale=stale,
+        **scores,
+    )
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str]) -> list[Any]:
+    """Embed in one batch; an empty list for no texts."""
+    return list(embedder.embed(list(texts))) if texts else []

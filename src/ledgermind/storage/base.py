@@ -45,6 +45,32 @@ class MemoryFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class RecallRow:
+    """What ranking and the recall filters read of one memory, without decoding all of it.
+
+    ``text`` is the indexed text (title and content); ``speaker`` is ``extra["x_speaker"]``.
+    """
+
+    memory_id: str
+    text: str
+    created_at: str
+    updated_at: str
+    seq: int
+    recorded_at: str | None = None
+    session: str | None = None
+    speaker: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    lifecycle: str = "active"
+    valid_from: str | None = None
+    valid_until: str | None = None
+    expires: str | None = None
+    ttl_policy: str = "never"
+    ttl_expires_at: str | None = None
+    ttl_decay_days: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One candidate from an index: the memory's id, its rank (1-based) and raw score."""
 
@@ -78,7 +104,12 @@ class Transaction(Protocol):
         ...
 
     def put(self, memory: Memory, embedding: Sequence[float] | None = None) -> None:
-        """Insert or replace a memory in the projection and its indexes."""
+        """Insert or replace a memory in the projection and its indexes.
+
+        ``embedding`` replaces the memory's vector. Without one the stored vector is kept
+        while the memory stays active and retrievable; otherwise it is deleted (a memory
+        that leaves retrieval, or whose text is erased, leaves no vector behind).
+        """
         ...
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
@@ -150,6 +181,28 @@ class Store(Protocol):
 
     def lexical(self, owner: str, match: str, limit: int, query: MemoryFilter) -> list[Hit]:
         """Full-text candidates for an FTS match expression, best first."""
+        ...
+
+    def vector(
+        self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Nearest retrievable memories by cosine similarity (score), best first."""
+        ...
+
+    def vector_model(self) -> tuple[str, int] | None:
+        """The embedding model (name, dimension) the stored vectors were made with."""
+        ...
+
+    def set_vector_model(self, name: str, dimension: int) -> None:
+        """Record a new embedding model; every stored vector is dropped (reindex after)."""
+        ...
+
+    def vector_ids(self, owner: str) -> set[str]:
+        """The ids of one owner's memories that have a stored vector."""
+        ...
+
+    def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
+        """The ranking fields of these memories of one owner (missing ids are left out)."""
         ...
 
     def compact(self) -> None:

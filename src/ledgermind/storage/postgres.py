@@ -32,7 +32,7 @@ from ledgermind.core.checkpoints import StoredReply
 from ledgermind.core.errors import InvalidInputError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
-from ledgermind.storage.base import Hit, MemoryFilter, Tip
+from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
 
 TEXT_SEARCH_CONFIG = "english"
 # Tables that hold erasable text; compact() rewrites them after an erasure.
@@ -304,10 +304,12 @@ class PostgresStore:
     def _put(
         self, db: psycopg.Connection[Any], memory: Memory, embedding: Sequence[float] | None
     ) -> None:
-        # Without a new embedding the stored one is kept while the text is unchanged and
-        # dropped when it changed (an erased text leaves no vector behind).
+        # Without a new embedding the stored one is kept while the text is unchanged and the
+        # memory active and retrievable; it is dropped when it leaves retrieval or its text
+        # changed (an erased text leaves no vector behind).
         digest = sha256_hex(_body(memory))
-        vector = None if embedding is None else _vector(embedding)
+        live = memory.status == "active" and memory.retrievable and bool(memory.content)
+        vector = None if embedding is None or not live else _vector(embedding)
         db.execute(
             "INSERT INTO memories AS m (owner, id, status, retrievable, kind, scope, partition,"
             " sensitivity, tags, seq, updated_at, digest, doc, body, embedding) VALUES"
@@ -319,8 +321,9 @@ class PostgresStore:
             " partition = excluded.partition, sensitivity = excluded.sensitivity,"
             " tags = excluded.tags, seq = excluded.seq, updated_at = excluded.updated_at,"
             " digest = excluded.digest, doc = excluded.doc, body = excluded.body,"
-            " embedding = coalesce(excluded.embedding,"
-            " CASE WHEN m.digest = excluded.digest THEN m.embedding END)",
+            " embedding = CASE WHEN excluded.retrievable AND excluded.status = 'active'"
+            " AND excluded.doc::jsonb ->> 'content' <> '' THEN coalesce(excluded.embedding,"
+            " CASE WHEN m.digest = excluded.digest THEN m.embedding END) END",
             {
                 "owner": memory.owner,
                 "id": memory.id,
@@ -487,10 +490,83 @@ class PostgresStore:
             raise StorageError(f"full-text query failed: {exc}", match=str(match)) from exc
         return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
 
+    def vector_model(self) -> tuple[str, int] | None:
+        """The embedding model (name, dimension) of the stored vectors, if any."""
+        rows = dict(
+            self._connection().execute(
+                "SELECT key, value FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')"
+            )
+        )
+        if "embedding_model" not in rows:
+            return None
+        return str(rows["embedding_model"]), int(rows["embedding_dim"])
+
+    def set_vector_model(self, name: str, dimension: int) -> None:
+        """Record the embedding model, drop every vector and index its dimension (HNSW)."""
+        if not isinstance(dimension, int) or not 1 <= dimension <= 2000:
+            raise StorageError(f"an HNSW-indexed dimension must be 1..2000; got {dimension!r}")
+        db = self._connection()
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            db.execute("UPDATE memories SET embedding = NULL WHERE embedding IS NOT NULL")
+            db.execute(
+                "INSERT INTO store_meta (key, value) VALUES ('embedding_model', %s),"
+                " ('embedding_dim', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (name, str(dimension)),
+            )
+        self.dimension = dimension
+        self._ensure_vector_index(dimension)
+
+    def vector_ids(self, owner: str) -> set[str]:
+        """Ids of one owner's memories that have a stored vector."""
+        rows = self._connection().execute(
+            "SELECT id FROM memories WHERE owner = %s AND embedding IS NOT NULL", (owner,)
+        )
+        return {str(r[0]) for r in rows}
+
+    def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
+        """The ranking fields of these memories, read from their stored documents."""
+        rows = self._connection().execute(
+            "SELECT id, seq, updated_at, d->>'title', d->>'content', d->>'created_at',"
+            " d->>'recorded_at', d->>'session', d->'extra'->>'x_speaker',"
+            " (d->>'importance')::float8, (d->>'confidence')::float8, d->>'lifecycle',"
+            " d->>'valid_from', d->>'valid_until', d->>'expires', d->'ttl'->>'policy',"
+            " d->'ttl'->>'expires_at', (d->'ttl'->>'decay_days')::int"
+            " FROM (SELECT id, seq, updated_at, doc::jsonb AS d FROM memories"
+            " WHERE owner = %s AND id = ANY(%s)) AS m",
+            (owner, list(ids)),
+        )
+        out = {}
+        for r in rows:
+            out[str(r[0])] = RecallRow(
+                memory_id=str(r[0]),
+                seq=int(r[1]),
+                updated_at=r[2],
+                text=" ".join(part for part in (r[3], r[4]) if part),
+                created_at=r[5],
+                recorded_at=r[6],
+                session=r[7],
+                speaker=r[8],
+                importance=r[9],
+                confidence=r[10],
+                lifecycle=r[11] or "active",
+                valid_from=r[12],
+                valid_until=r[13],
+                expires=r[14],
+                ttl_policy=r[15] or "never",
+                ttl_expires_at=r[16],
+                ttl_decay_days=r[17],
+            )
+        return out
+
     def vector(
         self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
     ) -> list[Hit]:
-        """Nearest memories by cosine similarity (higher is better), via HNSW when indexed."""
+        """Nearest retrievable memories by cosine similarity (higher is better), via HNSW.
+
+        ``hnsw.ef_search`` is raised to the limit so the index returns as many neighbours
+        as asked; ``iterative_scan`` keeps reading when the filter drops some.
+        """
         where, params = self._where(owner, query)
         dimension = len(embedding)
         statement = sql.SQL(
@@ -499,7 +575,16 @@ class PostgresStore:
             " ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
         ).format(dim=sql.Literal(dimension), where=where)
         literal = _vector(embedding)
-        rows = self._connection().execute(statement, [literal, *params, literal, limit]).fetchall()
+        db = self._connection()
+        with db.transaction():
+            db.execute(
+                sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                    sql.Literal(min(max(limit, 40), 1000))
+                )
+            )
+            with suppress(psycopg.Error), db.transaction():
+                db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = db.execute(statement, [literal, *params, literal, limit]).fetchall()
         return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
 
     # -- bearer tokens (hashed; see core.access) ------------------------------------------

@@ -15,13 +15,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import sqlite_vec
+
 from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry
 from ledgermind.core.checkpoints import StoredReply
 from ledgermind.core.errors import IntegrityError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
-from ledgermind.storage.base import Hit, MemoryFilter, Tip
+from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
+from ledgermind.storage.vectors import VectorCache, as_vector
 
 try:  # The standard library's sqlite3 here may lack extension loading and a recent FTS5.
     import pysqlite3.dbapi2 as sqlite3
@@ -78,6 +81,7 @@ CREATE TABLE IF NOT EXISTS memories (
     doc TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memories_owner ON memories (owner, status, seq);
+CREATE TABLE IF NOT EXISTS vector_generations (owner TEXT PRIMARY KEY, gen INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS checkpoint_replies (
     owner TEXT NOT NULL,
     message_id TEXT NOT NULL,
@@ -104,6 +108,32 @@ def _fts_body(memory: Memory) -> str:
     return " ".join(part for part in (memory.title, memory.content, " ".join(memory.tags)) if part)
 
 
+def _live(memory: Memory) -> bool:
+    """Whether a memory may have a vector: active, retrievable and with text."""
+    return memory.status == "active" and memory.retrievable and bool(memory.content)
+
+
+# The vec0 KNN query reads at most this many neighbours (sqlite-vec's own limit).
+_VEC0_MAX_K = 4096
+_ROW_FIELDS = (
+    "title",
+    "content",
+    "created_at",
+    "recorded_at",
+    "session",
+    "extra.x_speaker",
+    "importance",
+    "confidence",
+    "lifecycle",
+    "valid_from",
+    "valid_until",
+    "expires",
+    "ttl.policy",
+    "ttl.expires_at",
+    "ttl.decay_days",
+)
+
+
 class _Transaction:
     """An open write on one owner's chain (see ``Transaction`` in ``storage.base``)."""
 
@@ -111,6 +141,8 @@ class _Transaction:
         self._store = store
         self._db = connection
         self._owner = owner
+        # (rid, vector or None for a deletion), applied to the vector cache after commit.
+        self.vector_changes: list[tuple[int, Any]] = []
 
     @property
     def owner(self) -> str:
@@ -153,7 +185,7 @@ class _Transaction:
         return tip.length
 
     def put(self, memory: Memory, embedding: Sequence[float] | None = None) -> None:
-        self._store._put(self._db, memory)
+        self._store._put(self._db, memory, embedding, self.vector_changes)
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self._db.execute(
@@ -229,6 +261,7 @@ class SQLiteStore:
         self._connections: list[Any] = []
         self._lock = threading.Lock()
         self._erased = False
+        self._vectors = VectorCache()
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         db = self._connection()
@@ -241,6 +274,10 @@ class SQLiteStore:
                 (str(SCHEMA_VERSION),),
             )
         db.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1)")
+        self._dimension: int | None = None
+        model = self.vector_model()
+        if model is not None:
+            self._dimension = model[1]
 
     # -- connections -------------------------------------------------------------------
 
@@ -258,6 +295,15 @@ class SQLiteStore:
             db.execute("PRAGMA secure_delete = ON")
             db.execute("PRAGMA busy_timeout = 60000")
             db.execute("PRAGMA foreign_keys = ON")
+            try:
+                db.enable_load_extension(True)
+                sqlite_vec.load(db)
+                db.enable_load_extension(False)
+            except (AttributeError, sqlite3.Error) as exc:
+                raise StorageError(
+                    f"sqlite-vec cannot be loaded ({exc}); install ledgermind with its"
+                    " pinned requirements (pysqlite3 and sqlite-vec)"
+                ) from exc
             self._local.db = db
             with self._lock:
                 self._connections.append(db)
@@ -286,10 +332,27 @@ class SQLiteStore:
         """Hold the database's write lock (and so ``owner``'s chain) for one transaction."""
         db = self._connection()
         self._erased = False
+        generation = None
         with self._immediate(db):
-            yield _Transaction(self, db, owner)
+            tx = _Transaction(self, db, owner)
+            yield tx
+            if tx.vector_changes:
+                generation = self._bump_generation(db, owner)
+        if generation is not None:
+            self._vectors.apply(owner, generation, tx.vector_changes)
         if self._erased:
             self.compact()
+
+    @staticmethod
+    def _bump_generation(db: Any, owner: str) -> int:
+        # A counter per owner that moves with every change of its vectors, so that a
+        # cached copy (here or in another process) knows when it is out of date.
+        row = db.execute(
+            "INSERT INTO vector_generations (owner, gen) VALUES (?, 1) ON CONFLICT (owner)"
+            " DO UPDATE SET gen = gen + 1 RETURNING gen",
+            (owner,),
+        ).fetchone()
+        return int(row[0])
 
     # -- reads -------------------------------------------------------------------------
 
@@ -322,7 +385,13 @@ class SQLiteStore:
         ).fetchone()
         return None if row is None else memory_from_dict(json.loads(row[0]))
 
-    def _put(self, db: Any, memory: Memory) -> None:
+    def _put(
+        self,
+        db: Any,
+        memory: Memory,
+        embedding: Sequence[float] | None = None,
+        changes: list[tuple[int, Any]] | None = None,
+    ) -> None:
         row = db.execute("SELECT rid FROM memories WHERE id = ?", (memory.id,)).fetchone()
         values = (
             memory.owner,
@@ -354,6 +423,23 @@ class SQLiteStore:
         body = _fts_body(memory)
         if body:
             db.execute("INSERT INTO memory_fts (rowid, body) VALUES (?, ?)", (rid, body))
+        if self._dimension is None:
+            return
+        live = _live(memory)
+        if embedding is not None and live:
+            vector = as_vector(embedding, self._dimension)
+            if row is not None:
+                db.execute("DELETE FROM memory_vec WHERE rowid = ?", (rid,))
+            db.execute(
+                "INSERT INTO memory_vec (rowid, owner, embedding) VALUES (?, ?, ?)",
+                (rid, memory.owner, vector.tobytes()),
+            )
+            if changes is not None:
+                changes.append((rid, vector))
+        elif not live and row is not None:
+            cursor = db.execute("DELETE FROM memory_vec WHERE rowid = ?", (rid,))
+            if cursor.rowcount and changes is not None:
+                changes.append((rid, None))
 
     def tip(self, owner: str) -> Tip:
         """An owner's chain length and head."""
@@ -470,27 +556,181 @@ class SQLiteStore:
             rids = [r[0] for r in db.execute("SELECT rid FROM memories WHERE owner = ?", (owner,))]
             for rid in rids:
                 db.execute("DELETE FROM memory_fts WHERE rowid = ?", (rid,))
+                if self._dimension is not None:
+                    db.execute("DELETE FROM memory_vec WHERE rowid = ?", (rid,))
             db.execute("DELETE FROM memories WHERE owner = ?", (owner,))
             for memory in sorted(memories.values(), key=lambda m: m.seq):
                 self._put(db, memory)
+            # The rows have new rids and no vectors: `reindex` (the facade does) restores them.
+            self._bump_generation(db, owner)
+        self._vectors.forget(owner)
 
     def lexical(self, owner: str, match: str, limit: int, query: MemoryFilter) -> list[Hit]:
         """Full-text candidates (bm25, lower is better in FTS5; returned negated)."""
         where, params = self._where(owner, query, alias="m")
-        try:
-            rows = (
-                self._connection()
-                .execute(
-                    "SELECT m.id, bm25(memory_fts) AS score FROM memory_fts JOIN memories m"
-                    f" ON m.rid = memory_fts.rowid WHERE memory_fts MATCH ? AND {where}"
-                    " ORDER BY score LIMIT ?",
-                    [match, *params, limit],
-                )
-                .fetchall()
-            )
-        except sqlite3.OperationalError as exc:
-            raise StorageError(f"full-text query failed: {exc}", match=match) from exc
+        db = self._connection()
+        # FTS5 ranks its matches first (its own top-N sort, over every owner's rows); the
+        # best are then joined and filtered. While too few pass, more are read. Left to
+        # itself the planner would walk the owner's rows and probe FTS5 for each.
+        want = limit * 2 + 64
+        while True:
+            try:
+                rows = db.execute(
+                    "WITH f AS MATERIALIZED (SELECT rowid, rank AS score FROM memory_fts"
+                    " WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?)"
+                    f" SELECT m.id, f.score FROM f CROSS JOIN memories m ON m.rid = f.rowid"
+                    f" WHERE {where} ORDER BY f.score, m.rid",
+                    [match, want, *params],
+                ).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise StorageError(f"full-text query failed: {exc}", match=match) from exc
+            if len(rows) >= limit:
+                break
+            total = db.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)",
+                (match, want + 1),
+            ).fetchone()[0]
+            if total <= want:
+                break
+            want *= 4
+        rows = rows[:limit]
         return [Hit(row[0], rank, -float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+    # -- vectors -------------------------------------------------------------------------
+
+    def vector_model(self) -> tuple[str, int] | None:
+        """The embedding model (name, dimension) of the stored vectors, if any."""
+        rows = dict(
+            self._connection().execute(
+                "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dim')"
+            )
+        )
+        if "embedding_model" not in rows:
+            return None
+        return str(rows["embedding_model"]), int(rows["embedding_dim"])
+
+    def set_vector_model(self, name: str, dimension: int) -> None:
+        """Record the embedding model and (re)create the vec0 index for its dimension."""
+        if not isinstance(dimension, int) or not 1 <= dimension <= 8192:
+            raise StorageError(f"an embedding dimension must be 1..8192; got {dimension!r}")
+        db = self._connection()
+        with self._immediate(db):
+            db.execute("DROP TABLE IF EXISTS memory_vec")
+            db.execute(
+                "CREATE VIRTUAL TABLE memory_vec USING vec0(owner TEXT PARTITION KEY,"
+                f" embedding float[{dimension}] distance_metric=cosine)"
+            )
+            db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key)"
+                " DO UPDATE SET value = excluded.value",
+                [("embedding_model", name), ("embedding_dim", str(dimension))],
+            )
+            db.execute("UPDATE vector_generations SET gen = gen + 1")
+        self._dimension = dimension
+        self._vectors.clear()
+        self._erased = True
+        self.compact()
+
+    def vector_ids(self, owner: str) -> set[str]:
+        """Ids of one owner's memories that have a row in the vector index."""
+        if self._dimension is None:
+            return set()
+        rows = self._connection().execute(
+            "SELECT m.id FROM memory_vec v JOIN memories m ON m.rid = v.rowid WHERE v.owner = ?",
+            (owner,),
+        )
+        return {str(r[0]) for r in rows}
+
+    def _generation(self, db: Any, owner: str) -> int:
+        row = db.execute("SELECT gen FROM vector_generations WHERE owner = ?", (owner,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _nearest(
+        self, db: Any, owner: str, query: Any, k: int
+    ) -> tuple[list[tuple[int, float]], int]:
+        """The ``k`` nearest (rid, cosine) of one owner, and how many vectors it has."""
+        generation = self._generation(db, owner)
+        cached = self._vectors.get(owner, generation)
+        if cached is None and self._vectors.wants(
+            db.execute("SELECT count(*) FROM memory_vec WHERE owner = ?", (owner,)).fetchone()[0]
+        ):
+            rows = db.execute(
+                "SELECT rowid, embedding FROM memory_vec WHERE owner = ?", (owner,)
+            ).fetchall()
+            cached = self._vectors.load(owner, generation, rows, self._dimension or 0)
+        if cached is not None:
+            return cached.nearest(query, k), cached.count
+        total = int(
+            db.execute("SELECT count(*) FROM memory_vec WHERE owner = ?", (owner,)).fetchone()[0]
+        )
+        rows = db.execute(
+            "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?"
+            " AND owner = ? ORDER BY distance",
+            (query.tobytes(), min(k, _VEC0_MAX_K), owner),
+        ).fetchall()
+        return [(int(r[0]), 1.0 - float(r[1])) for r in rows], min(total, _VEC0_MAX_K)
+
+    def vector(
+        self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Nearest retrievable memories by cosine (higher is better) that pass the filter.
+
+        Exact search: over an in-process copy of the owner's vectors (numpy) when it has
+        at most ``VectorCache.max_rows`` of them, else sqlite-vec's vec0 KNN. The filter is
+        applied to the nearest rows; while too few pass, more are read.
+        """
+        if self._dimension is None or limit < 1:
+            return []
+        db = self._connection()
+        vector = as_vector(embedding, self._dimension)
+        where_m, params = self._where(owner, query, alias="m")
+        want = limit + 32
+        while True:
+            nearest, total = self._nearest(db, owner, vector, want)
+            allowed = {
+                int(r[0]): str(r[1])
+                for r in db.execute(
+                    "SELECT m.rid, m.id FROM json_each(?) AS j CROSS JOIN memories m"
+                    f" ON m.rid = j.value WHERE {where_m}",
+                    [json.dumps([rid for rid, _ in nearest]), *params],
+                )
+            }
+            kept = [(allowed[rid], score) for rid, score in nearest if rid in allowed]
+            if len(kept) >= limit or want >= total:
+                break
+            want *= 4
+        return [Hit(mid, rank, score) for rank, (mid, score) in enumerate(kept[:limit], start=1)]
+
+    def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
+        """The ranking fields of these memories, read from their stored documents."""
+        paths = ", ".join(f"json_extract(m.doc, '$.{name}')" for name in _ROW_FIELDS)
+        rows = self._connection().execute(
+            f"SELECT m.id, m.seq, m.updated_at, {paths} FROM json_each(?) AS j CROSS JOIN memories m"
+            " ON m.id = j.value WHERE m.owner = ?",
+            (json.dumps(list(ids)), owner),
+        )
+        out = {}
+        for r in rows:
+            out[r[0]] = RecallRow(
+                memory_id=r[0],
+                seq=int(r[1]),
+                updated_at=r[2],
+                text=" ".join(part for part in (r[3], r[4]) if part),
+                created_at=r[5],
+                recorded_at=r[6],
+                session=r[7],
+                speaker=r[8] if isinstance(r[8], str) else None,
+                importance=r[9],
+                confidence=r[10],
+                lifecycle=r[11] or "active",
+                valid_from=r[12],
+                valid_until=r[13],
+                expires=r[14],
+                ttl_policy=r[15] or "never",
+                ttl_expires_at=r[16],
+                ttl_decay_days=r[17],
+            )
+        return out
 
     # -- bearer tokens -------------------------------------------------------------------
 
