@@ -44,7 +44,8 @@ from ledgermind.formats.uaix import handle_request
 from ledgermind.storage.base import MemoryFilter, Transaction
 
 if TYPE_CHECKING:
-    from ledgermind.service.memory import Memory, _Plan
+    from ledgermind.service.drafts import CreationPlan
+    from ledgermind.service.memory import Memory
 
 __all__ = [
     "CHECKPOINT_EVENT",
@@ -341,7 +342,7 @@ def erase_copies(tx: Transaction, memory_id: str, text: str) -> None:
         tx.drop_replies(quoted[1:-1])
 
 
-def _held_for_review(plan: _Plan) -> _Plan:
+def _held_for_review(plan: CreationPlan) -> CreationPlan:
     """An automatic creation turned into one that waits for the owner (human-review-required)."""
     why = "the checkpoint asked for human review (human-review-required)"
     fields = {**plan.event.fields, "status": "proposed", "approval_mode": "ask"}

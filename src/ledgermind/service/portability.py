@@ -38,10 +38,12 @@ from ledgermind.core.errors import (
 )
 from ledgermind.core.events import Event
 from ledgermind.core.records import Memory as MemoryRecord
-from ledgermind.core.records import check_principal, principal_kind
+from ledgermind.core.records import check_principal
 from ledgermind.formats import archive, pcp, personaxis, registry
 from ledgermind.formats.registry import Item, Refusal
-from ledgermind.service.memory import Draft, Memory, _Plan
+from ledgermind.service.drafts import CreationPlan, Draft
+from ledgermind.service.memory import Memory
+from ledgermind.service.writes import check_admitted_status, refuse_unstored
 from ledgermind.storage.base import MemoryFilter
 
 MODES: Final = ("import", "restore")
@@ -345,24 +347,9 @@ _REFUSALS: Final = (InvalidInputError, PolicyDeniedError, ConflictError)
 HIDDEN_NOTE: Final = "hidden in the restored archive"
 
 
-def may_admit(memory: Memory, owner: str) -> None:
-    """Only the owner, or a service principal, may restore or import into a ledger."""
-    if memory.principal != owner and principal_kind(memory.principal) != "service":
-        raise PolicyDeniedError(
-            f"only {owner} (or a service principal) may restore or import into their"
-            f" ledger; {memory.principal} may not",
-            actor=memory.principal,
-            owner=owner,
-        )
-
-
-def _plan(memory: Memory, item: Item, *, owner: str, restore: bool, instant: str) -> _Plan:
+def _plan(memory: Memory, item: Item, *, owner: str, restore: bool, instant: str) -> CreationPlan:
     """Validate one item and let the policy decide it, as ``Memory.admit`` does; no write."""
-    if item.status is not None and item.status not in ("proposed", "active", "rejected"):
-        raise InvalidInputError(
-            f"an admitted memory is proposed, active or rejected; got {item.status!r}",
-            field="status",
-        )
+    check_admitted_status(item.status)
     plan = memory._plan(
         item.content,
         owner=owner,
@@ -373,13 +360,13 @@ def _plan(memory: Memory, item: Item, *, owner: str, restore: bool, instant: str
         details={},
         status=item.status,
     )
-    if plan.decision.mode == "no_store":
-        why = plan.decision.why
-        raise PolicyDeniedError(f"the policy does not store this: {why}", reason=why)
+    refuse_unstored(plan.decision)
     return plan
 
 
-def _write_batch(memory: Memory, owner: str, planned: Sequence[tuple[Item, _Plan]]) -> list[str]:
+def _write_batch(
+    memory: Memory, owner: str, planned: Sequence[tuple[Item, CreationPlan]]
+) -> list[str]:
     """Write planned items in one transaction: each is its entry (and its hide) or nothing."""
     created: list[str] = []
     with memory._writing(owner) as tx:
@@ -419,13 +406,13 @@ def write_items(
     """
     if batch < 1:
         raise InvalidInputError("batch must be at least 1", field="batch")
-    may_admit(memory, owner)
+    memory._may_admit(owner)
     instant = _stamp(at)
     if known is None:
         known = _keys(memory, owner)
     done = 0
     for start in range(0, len(items), batch):
-        planned: list[tuple[Item, _Plan]] = []
+        planned: list[tuple[Item, CreationPlan]] = []
         for item in items[start : start + batch]:
             if item.key in known:
                 report.unchanged += 1
@@ -493,7 +480,7 @@ def import_files(
         raise InvalidInputError(f"mode is import or restore; got {mode!r}", field="mode")
     whose = _owner(memory, owner)
     restore = mode == "restore"
-    may_admit(memory, whose)
+    memory._may_admit(whose)
     known = _keys(memory, whose)
     items: list[Item] = []
     refused: list[Refusal] = []

@@ -34,7 +34,7 @@ from ledgermind.core.errors import (
     StorageError,
 )
 from ledgermind.core.records import UTC_PATTERN
-from ledgermind.service.memory import Clock, utc_now
+from ledgermind.service.base import Clock, parse_time, utc_now
 from ledgermind.storage.base import Store, TokenStore
 
 _DURATION = re.compile(r"^(\d{1,5})([mhdw])$")
@@ -69,7 +69,7 @@ def parse_expiry(value: str | None, now: datetime) -> str | None:
             raise InvalidInputError("an expiry duration must be at least 1", field="expires")
         return format_ts(now + timedelta(**{_UNITS[match.group(2)]: amount}))
     if UTC_PATTERN.fullmatch(value):
-        moment = _parse(value)
+        moment = parse_time(value)
         if moment <= now:
             raise InvalidInputError(f"expiry {value} is in the past", field="expires")
         return format_ts(moment)
@@ -78,10 +78,6 @@ def parse_expiry(value: str | None, now: datetime) -> str | None:
         f"2027-01-01T00:00:00Z; got {value!r}",
         field="expires",
     )
-
-
-def _parse(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def token_store(store: Store | TokenStore) -> TokenStore:
@@ -140,7 +136,7 @@ class Tokens:
             or record is None
             or not hmac.compare_digest(record.secret_hash, hash_token(token))
             or record.revoked_at is not None
-            or (record.expires_at is not None and _parse(record.expires_at) <= self._clock())
+            or (record.expires_at is not None and parse_time(record.expires_at) <= self._clock())
         ):
             raise AuthenticationError(UNAUTHENTICATED)
         return Grant(
@@ -160,7 +156,7 @@ class Tokens:
         return [
             t
             for t in self._store.tokens(principal)
-            if t.revoked_at is None and (t.expires_at is None or _parse(t.expires_at) > now)
+            if t.revoked_at is None and (t.expires_at is None or parse_time(t.expires_at) > now)
         ]
 
     def revoke(self, token_id: str) -> TokenRecord:

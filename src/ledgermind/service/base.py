@@ -1,0 +1,293 @@
+"""What every use case of the ``Memory`` facade stands on: who acts, whose chain, the write path.
+
+``MemoryBase`` holds the facade's state (store, policy, acting principal, clock, embedder)
+and the one way anything is written: ``_writing`` opens the owner's transaction after the
+chain verifies up to its head, ``_commit`` appends one event and projects it. The use-case
+mixins (writes, changes, retention, integrity, reads) and the facade in ``memory.py`` build
+on it.
+
+Methods with one leading underscore are the service layer's internal API: the sibling
+modules ``portability.py`` and ``checkpoints.py`` call ``_writing``, ``_commit``,
+``_plan``, ``_write_plan``, ``_may_admit`` and ``_steward_channel`` so that their writes
+take the same path as the facade's own. Adapters never call them.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ledgermind.core import lifecycle
+from ledgermind.core.chain import (
+    REDACTED_MARKER,
+    TARGET_PREFIX,
+    TOMBSTONE_TAG,
+    Verification,
+    format_ts,
+    make_entry,
+    redact_entry,
+    tombstone_content,
+)
+from ledgermind.core.errors import IntegrityError, InvalidInputError, NotFoundError
+from ledgermind.core.events import Event, Record, canonical, check_head, event_tags, verify_records
+from ledgermind.core.policy import Policy
+from ledgermind.core.records import Memory as MemoryRecord
+from ledgermind.core.records import check_principal, principal_kind
+from ledgermind.service import validation as check
+from ledgermind.service.recall import memory_text
+from ledgermind.storage.base import Store, Tip, Transaction
+
+if TYPE_CHECKING:
+    from ledgermind.embedding import Embedder
+
+Clock = Callable[[], datetime]
+
+# What the content of a lifecycle entry says it did; forget and redact write a tombstone.
+_MARKERS = {"approve": "approved", "reject": "rejected", "hide": "hidden", "expire": "expired"}
+_TOMBSTONES = ("forget", "redact")
+
+
+def utc_now() -> datetime:
+    """The wall clock in UTC."""
+    return datetime.now(UTC)
+
+
+def parse_time(value: str) -> datetime:
+    """A stored UTC time (``…Z``) as an aware datetime."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class MemoryBase:
+    """The facade's state, the checks every use case shares, and the verified write path."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        policy: Policy,
+        principal: str,
+        clock: Clock = utc_now,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.principal = check_principal(principal, "acting principal")
+        self._clock = clock
+        self._verified: dict[str, Tip] = {}
+        self.embedder = embedder
+        self._vectors_ok: bool | None = None
+
+    # -- embeddings -------------------------------------------------------------------
+
+    def _vectors_ready(self) -> bool:
+        """Whether writes embed and recall searches vectors: the store's model is ours.
+
+        The first use records this embedder's name and dimension in the store; a store
+        that holds another model's vectors gets none from this one until ``reindex``.
+        """
+        if self.embedder is None:
+            return False
+        if self._vectors_ok is None:
+            model = self.store.vector_model()
+            if model is None:
+                self.store.set_vector_model(self.embedder.name, self.embedder.dim)
+                model = (self.embedder.name, self.embedder.dim)
+            self._vectors_ok = model == (self.embedder.name, self.embedder.dim)
+        return self._vectors_ok
+
+    def _embed(self, texts: Sequence[str]) -> list[Any]:
+        """Vectors for texts in one batch (empty when vectors are off)."""
+        if not texts or not self._vectors_ready() or self.embedder is None:
+            return []
+        return list(self.embedder.embed(list(texts)))
+
+    # -- who acts, on whose ledger ----------------------------------------------------
+
+    def _now(self) -> str:
+        return format_ts(self._clock())
+
+    def _new_id(self) -> str:
+        millis = int(self._clock().timestamp() * 1000)
+        return f"m_{millis:011x}{secrets.token_hex(5)}"
+
+    def _actor(self, actor: str | None) -> str:
+        return self.principal if actor is None else check_principal(actor, "actor")
+
+    def _owner(self, owner: str | None, actor: str) -> str:
+        if owner is not None:
+            return check_principal(owner, "owner")
+        if principal_kind(actor) != "human":
+            raise InvalidInputError(
+                f"{actor} is not a person; say whose memory this is with owner=human:NAME",
+                field="owner",
+            )
+        return actor
+
+    def _owners(self, owner: str | None) -> list[str]:
+        """One owner when named, else every owner the store knows."""
+        return [check_principal(owner, "owner")] if owner else self.store.owners()
+
+    def _owner_of(self, memory_id: str, owner: str | None) -> str:
+        if owner is not None:
+            return check_principal(owner, "owner")
+        check.identifier(memory_id, "memory id")
+        found = self.store.locate(memory_id)
+        if found is None:
+            raise NotFoundError(
+                f"no memory {memory_id}; `ledgermind list` shows the ids you can use",
+                id=memory_id,
+            )
+        return found
+
+    @staticmethod
+    def _steward_channel(actor: str, owner: str) -> str:
+        """Lifecycle decisions by the owner are user statements; anyone else's are internal."""
+        return "user" if actor == owner and principal_kind(actor) == "human" else "internal"
+
+    def _stored(self, owner: str, memory_id: str) -> MemoryRecord:
+        """One of the owner's memories, outside any transaction."""
+        return _found(self.store.get(owner, memory_id), memory_id, owner)
+
+    def _load(self, tx: Transaction, memory_id: str) -> MemoryRecord:
+        """One of the transaction owner's memories, as the open transaction sees it."""
+        check.identifier(memory_id, "memory id")
+        return _found(tx.get(memory_id), memory_id, tx.owner)
+
+    # -- the write path ---------------------------------------------------------------
+
+    def _ensure_verified(self, tx: Transaction) -> Tip:
+        """Verify the chain up to its head before appending (incrementally after the first)."""
+        tip = tx.tip()
+        cached = self._verified.get(tx.owner)
+        result: Verification | None = None
+        if cached is not None and cached.length <= tip.length:
+            if cached.length == tip.length and cached.head == tip.head:
+                return tip
+            result = verify_records(
+                tx.records(cached.length), start_index=cached.length, prev_hash=cached.head
+            )
+            if not result.ok and result.broken_at == cached.length:
+                result = None  # the cached head itself may have moved: verify from scratch
+        if result is None:
+            result = verify_records(tx.records(0))
+        result = check_head(result, tip.length, tip.head)
+        if not result.ok:
+            self._verified.pop(tx.owner, None)
+            raise IntegrityError(
+                f"the ledger of {tx.owner} is broken at entry #{result.broken_at} "
+                f"({result.reason}); refusing to write. Run `ledgermind verify` to inspect it",
+                owner=tx.owner,
+                broken_at=result.broken_at,
+                reason=result.reason,
+            )
+        tip = Tip(result.length, result.head)
+        self._verified[tx.owner] = tip
+        return tip
+
+    @contextmanager
+    def _writing(self, owner: str) -> Iterator[Transaction]:
+        """The owner's chain, held and verified, for appends that all land or none do."""
+        self._vectors_ready()  # records the model first: not inside the write
+        with self.store.write(owner) as tx:
+            self._ensure_verified(tx)
+            yield tx
+            self._verified[owner] = tx.tip()
+
+    def _commit(
+        self,
+        tx: Transaction,
+        event: Event,
+        *,
+        content: str,
+        channel: str,
+        reserved: tuple[str, ...] = (),
+        vectors: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
+        """Append one event and project it; returns the memories it changed.
+
+        A changed memory that is active and retrievable gets its embedding (from
+        ``vectors``, computed before the transaction, or here for e.g. an approval); the
+        store drops the vector of one that leaves retrieval.
+        """
+        meta_text = canonical(event.meta())
+        entry = make_entry(
+            ts=self._now(),
+            content=content,
+            source=channel,
+            tags=event_tags(event, meta_text, reserved),
+            prev_hash=tx.tip().head,
+        )
+        seq = tx.append(entry, meta_text, event.texts)
+        touched: dict[str, MemoryRecord] = {}
+        for memory_id in (event.memory, event.supersedes, *event.memories):
+            if memory_id:
+                current = tx.get(memory_id)
+                if current is not None:
+                    touched[memory_id] = current
+        pending = touched.get(event.memory)
+        if event.event == "approve" and pending is not None and pending.supersedes:
+            old = tx.get(pending.supersedes)  # an approved edit supersedes now
+            if old is not None:
+                touched[old.id] = old
+        lifecycle.apply(touched, Record(seq, entry, meta_text, event.texts), tx.owner)
+        given = vectors or {}
+        live = [
+            m
+            for m in touched.values()
+            if m.status == "active" and m.retrievable and m.content and m.id not in given
+        ]
+        embedded = self._embed([memory_text(m) for m in live])
+        computed = dict(zip((m.id for m in live), embedded, strict=False))
+        for memory in touched.values():
+            tx.put(memory, given.get(memory.id, computed.get(memory.id)))
+        return list(touched.values())
+
+    def _append_change(
+        self,
+        tx: Transaction,
+        memory: MemoryRecord,
+        kind: str,
+        *,
+        actor: str,
+        texts: Mapping[str, str],
+        channel: str,
+    ) -> list[MemoryRecord]:
+        """Append a lifecycle event about an existing memory whose transition was checked.
+
+        ``forget`` and ``redact`` write a tombstone aimed at the memory's creating entry
+        (a redaction first erases that entry's text); the others a ``[hidden …]``-style line.
+        """
+        if kind == "redact":
+            self._erase_creation(tx, memory)
+        reserved: tuple[str, ...] = ()
+        if kind in _TOMBSTONES:
+            content = tombstone_content(texts["note"])
+            reserved = (TOMBSTONE_TAG, TARGET_PREFIX + memory.entry_hash)
+        else:
+            content = f"[{_MARKERS[kind]} {memory.id}]"
+        event = Event(kind, memory.id, actor, texts=dict(texts))
+        return self._commit(tx, event, content=content, channel=channel, reserved=reserved)
+
+    def _erase_creation(self, tx: Transaction, memory: MemoryRecord) -> None:
+        """Redact the entry that created a memory, and every copy of its text."""
+        record = next(tx.records(memory.seq), None)
+        if record is None or record.entry.hash != memory.entry_hash:
+            raise IntegrityError(
+                f"the entry that created {memory.id} is not where the projection says;"
+                " run `ledgermind verify`",
+                id=memory.id,
+            )
+        erased_texts = dict.fromkeys(record.texts, REDACTED_MARKER)
+        tx.erase(record.seq, redact_entry(record.entry), erased_texts)
+        from ledgermind.service.checkpoints import erase_copies
+
+        erase_copies(tx, memory.id, record.entry.content)
+
+
+def _found(memory: MemoryRecord | None, memory_id: str, owner: str) -> MemoryRecord:
+    if memory is None:
+        raise NotFoundError(f"no memory {memory_id} for {owner}", id=memory_id)
+    return memory
