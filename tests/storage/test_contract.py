@@ -7,6 +7,7 @@ the embedded store has and the server store lacks fails here.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -347,3 +348,32 @@ def test_a_new_vector_model_drops_every_vector(any_store: Store) -> None:
     any_store.set_vector_model("other", 32)
     assert any_store.vector_model() == ("other", 32)
     assert any_store.vector_ids(ALICE) == set()
+
+
+def test_reads_inside_a_write_see_the_rows_it_wrote(any_store: Store) -> None:
+    # PostgreSQL buffers a write's rows and sends them in bulk: what the transaction reads
+    # back (tip, records, get) must still be what it wrote, and all of it must commit.
+    memory = vector_facade(any_store)
+    made = memory.remember("zebra crossing at noon")
+    stored = any_store.get(ALICE, made.id)
+    assert stored is not None
+    start = any_store.tip(ALICE)
+    entry = make_entry(
+        ts="2026-11-29T10:00:00.000Z", content="touch", source="user", tags=(), prev_hash=start.head
+    )
+    changed = replace(stored, updated_at="2026-11-29T10:00:00.000Z", seq=start.length)
+    with any_store.write(ALICE) as tx:
+        assert tx.append(entry, None, {"reason": "why"}) == start.length
+        assert tx.tip() == Tip(start.length + 1, entry.hash)
+        tx.put(changed)  # same text, no new vector: the stored one is kept
+        assert tx.get(made.id) == changed
+        assert [r.entry for r in tx.records(start.length)] == [entry]
+        tx.put(changed)
+        assert tx.get(made.id) == changed
+        redacted = redact_entry(entry)
+        tx.erase(start.length, redacted, {})
+        assert [r.entry for r in tx.records(start.length)] == [redacted]
+    assert any_store.tip(ALICE) == Tip(start.length + 1, entry.hash)
+    assert any_store.get(ALICE, made.id) == changed
+    assert any_store.vector_ids(ALICE) == {made.id}
+    assert verify_records(any_store.records(ALICE)).ok
