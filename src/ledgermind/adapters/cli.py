@@ -1,129 +1,44 @@
 """The ``ledgermind`` command line: the library's verbs as commands.
 
-Exit codes: 0 ok; 1 not found, or verification failed; 2 bad input or denied by policy.
-Every command takes ``--json`` for machine-readable output.
+Exit codes: 0 ok; 1 not found, or verification failed; 2 bad input or denied by policy
+(the table is in ``adapters/console.py``). Every command takes ``--json`` for
+machine-readable output. The server commands live in ``adapters/commands.py``, the ones
+that carry memory across a boundary in ``adapters/exchange.py``.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from ledgermind.adapters.commands import demo, mcp_command, serve, token
-from ledgermind.config import Settings, build_memory
-from ledgermind.core.errors import (
-    AuthenticationError,
-    ConflictError,
-    FormatError,
-    IntegrityError,
-    InvalidInputError,
-    LedgermindError,
-    NotFoundError,
-    PolicyDeniedError,
+from ledgermind.adapters.console import (
+    EXIT_BAD_INPUT,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    Context,
+    emit,
+    err_console,
+    fail,
+    handled,
+    json_option,
+    out_console,
+    with_json,
 )
+from ledgermind.adapters.exchange import checkpoint, export_command, import_command, migrate
+from ledgermind.config import Settings
+from ledgermind.core.errors import LedgermindError
 from ledgermind.core.records import CHANNELS, KINDS, STATUSES, TOPICS
 from ledgermind.core.records import Memory as MemoryRecord
-from ledgermind.service.memory import Memory
+from ledgermind.service.memory import MemoryFilter
 from ledgermind.service.recall import Query
-from ledgermind.storage.base import MemoryFilter
 
-EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
-
-# The one table that maps errors to exit codes.
-EXIT_CODES: dict[type[LedgermindError], int] = {
-    NotFoundError: EXIT_NOT_FOUND,
-    IntegrityError: EXIT_NOT_FOUND,
-    InvalidInputError: EXIT_BAD_INPUT,
-    PolicyDeniedError: EXIT_BAD_INPUT,
-    ConflictError: EXIT_BAD_INPUT,
-    FormatError: EXIT_BAD_INPUT,
-    AuthenticationError: EXIT_BAD_INPUT,
-}
-
-err_console = Console(stderr=True)
-out_console = Console()
-
-
-class Context:
-    """What every command shares: settings, the output mode, and a lazily opened Memory."""
-
-    def __init__(self, settings: Settings, as_json: bool) -> None:
-        self.settings = settings
-        self.as_json = as_json
-        self._memory: Memory | None = None
-        self._swept = False
-
-    @property
-    def memory(self) -> Memory:
-        if self._memory is None:
-            self._memory = build_memory(self.settings)
-        return self._memory
-
-    @property
-    def writer(self) -> Memory:
-        """The Memory for a command that writes: retention is swept first ("run on start").
-
-        A CLI has no background worker, so every write command expires and erases what
-        retention says is over before it writes (docs/ledger.md, "Retention").
-        """
-        memory = self.memory
-        if not self._swept:
-            memory.sweep()
-            self._swept = True
-        return memory
-
-    def close(self) -> None:
-        if self._memory is not None:
-            self._memory.close()
-
-
-def fail(error: LedgermindError, as_json: bool) -> NoReturn:
-    """Print an error as a sentence (or JSON) and exit with its code."""
-    code = next((c for t, c in EXIT_CODES.items() if isinstance(error, t)), EXIT_BAD_INPUT)
-    if as_json:
-        click.echo(json.dumps(error.to_dict(), ensure_ascii=False, default=str))
-    else:
-        err_console.print(f"[bold red]error:[/] {error.message}", highlight=False)
-    sys.exit(code)
-
-
-@contextmanager
-def handled(ctx: Context) -> Iterator[None]:
-    """Run a command body, mapping ledgermind errors to messages and exit codes."""
-    try:
-        yield
-    except LedgermindError as error:
-        fail(error, ctx.as_json)
-    finally:
-        ctx.close()
-
-
-def emit(ctx: Context, data: Any, human: Callable[[], None]) -> None:
-    """JSON when asked for, the human rendering otherwise."""
-    if ctx.as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-    else:
-        human()
-
-
-def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--json`` on every command (also accepted before the command name)."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(f)
-
-
-def _ctx(obj: Context, as_json: bool) -> Context:
-    obj.as_json = obj.as_json or as_json
-    return obj
+__all__ = ["EXIT_BAD_INPUT", "EXIT_NOT_FOUND", "EXIT_OK", "cli", "main"]
 
 
 def write_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -222,7 +137,16 @@ def cli(
     ctx.obj = Context(settings, as_json)
 
 
-for _command in (serve, mcp_command, token, demo):
+for _command in (
+    serve,
+    mcp_command,
+    token,
+    demo,
+    migrate,
+    export_command,
+    import_command,
+    checkpoint,
+):
     cli.add_command(_command)
 
 
@@ -248,7 +172,7 @@ def remember(
     as_json: bool,
 ) -> None:
     """Remember TEXT; the policy decides whether it is kept, proposed or not stored."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         memory = ctx.writer
         actor = memory.principal
@@ -307,7 +231,7 @@ def recall(
     as_json: bool,
 ) -> None:
     """Recall the memories that best answer QUERY, each with its score and why it ranked."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         hits = ctx.memory.recall(
             Query(
@@ -345,7 +269,7 @@ def recall(
 @click.pass_obj
 def show(obj: Context, memory_id: str, owner: str | None, as_json: bool) -> None:
     """Show one memory with its audit trail."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         memory = ctx.memory.get(memory_id, owner=owner)
         emit(ctx, memory.to_dict(), lambda: render_memory(memory))
@@ -367,7 +291,7 @@ def list_command(
     as_json: bool,
 ) -> None:
     """List memories, newest first."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         items = ctx.memory.memories(
             owner, MemoryFilter(statuses=statuses or None, kinds=kinds or None, limit=limit)
@@ -397,7 +321,7 @@ def _transition(name: str, doc: str) -> None:
     def command(
         obj: Context, memory_id: str, owner: str | None, note: str | None, as_json: bool
     ) -> None:
-        ctx = _ctx(obj, as_json)
+        ctx = with_json(obj, as_json)
         with handled(ctx):
             method = getattr(ctx.writer, name)
             memory = method(memory_id, owner=owner, note=note)
@@ -424,7 +348,7 @@ def edit(
     obj: Context, memory_id: str, text: str, owner: str | None, reason: str | None, as_json: bool
 ) -> None:
     """Supersede a memory with new TEXT (a new memory; the old one leaves retrieval)."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         result = ctx.writer.edit(memory_id, text, owner=owner, reason=reason)
         emit(
@@ -444,7 +368,7 @@ def edit(
 @click.pass_obj
 def forget(obj: Context, memory_id: str, owner: str | None, reason: str, as_json: bool) -> None:
     """Forget a memory at once (a tombstone); `redact` erases its bytes."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         memory = ctx.writer.forget(memory_id, owner=owner, reason=reason)
         emit(
@@ -465,7 +389,7 @@ def redact(
     obj: Context, memory_id: str, reason: str, owner: str | None, yes: bool, as_json: bool
 ) -> None:
     """Erase a memory's text from every file the store keeps; the chain still verifies."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         if not yes and sys.stdin.isatty() and not ctx.as_json:
             click.confirm(f"Erase the text of {memory_id} for good?", abort=True)
@@ -483,7 +407,7 @@ def redact(
 @click.pass_obj
 def verify(obj: Context, owner: str | None, as_json: bool) -> None:
     """Verify every chain and compare each projection with the ledger."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         reports = ctx.memory.verify(owner)
         ok = all(r.ok for r in reports)
@@ -519,7 +443,7 @@ def verify(obj: Context, owner: str | None, as_json: bool) -> None:
 @click.pass_obj
 def log(obj: Context, owner: str | None, start: int, as_json: bool) -> None:
     """Show an owner's ledger entries (personaxis lines)."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         records = list(ctx.memory.log(owner, start=start))
 
@@ -540,7 +464,7 @@ def log(obj: Context, owner: str | None, start: int, as_json: bool) -> None:
 @click.pass_obj
 def sweep(obj: Context, as_json: bool) -> None:
     """Expire memories whose retention ran out, and erase their text."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         expired = ctx.memory.sweep()
         emit(
@@ -556,7 +480,7 @@ def sweep(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def rebuild(obj: Context, owner: str | None, as_json: bool) -> None:
     """Recompute the projection from the ledger and report whether it equalled the stored one."""
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         results = ctx.memory.rebuild(owner)
 
@@ -596,7 +520,7 @@ def reindex(obj: Context, owner: str | None, as_json: bool) -> None:
     """Recompute the vector of every retrievable memory (after changing the embedding model)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    ctx = _ctx(obj, as_json)
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
         with Progress(
@@ -618,191 +542,6 @@ def reindex(obj: Context, owner: str | None, as_json: bool) -> None:
                 out_console.print(f"model {model['name']} ({model['dim']} dimensions)")
 
         emit(ctx, {"owners": counts, "model": model}, human)
-
-
-@cli.command()
-@click.option(
-    "--to",
-    "destination",
-    required=True,
-    help="Where to copy: postgresql://…, sqlite:///PATH or a file path.",
-)
-@json_option
-@click.pass_obj
-def migrate(obj: Context, destination: str, as_json: bool) -> None:
-    """Copy every owner's ledger and projection to another database, then verify the copy."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    from ledgermind.config import open_store
-    from ledgermind.service.migration import migrate as migrate_ledgers
-
-    ctx = _ctx(obj, as_json)
-    with handled(ctx):
-        target = open_store(destination)
-        columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
-        try:
-            with Progress(
-                *columns, TimeRemainingColumn(), console=err_console, disable=ctx.as_json
-            ) as bar:
-                tasks: dict[str, Any] = {}
-
-                def advance(owner: str, done: int, total: int) -> None:
-                    if owner not in tasks:
-                        tasks[owner] = bar.add_task(owner, total=total)
-                    bar.update(tasks[owner], completed=done)
-
-                reports = migrate_ledgers(ctx.memory.store, target, progress=advance)
-        finally:
-            target.close()
-
-        def human() -> None:
-            for r in reports:
-                out_console.print(
-                    f"[green]ok[/]  {r.owner}: {r.rows} entries ({r.copied} copied),"
-                    f" {r.memories} memories, head {r.head[:16]}",
-                    highlight=False,
-                )
-            if not reports:
-                out_console.print("no ledgers to copy")
-
-        emit(ctx, {"owners": [r.to_dict() for r in reports]}, human)
-
-
-@cli.command(name="export")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["pcp", "personaxis", "hux"]),
-    required=True,
-    help="pcp: an archive (.tar, or .zip by the suffix); personaxis: episodic.jsonl;"
-    " hux: a JSON array (JSON Lines when the file ends in .jsonl).",
-)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@click.option("--owner")
-@click.option(
-    "--at",
-    "at",
-    type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"]),
-    help="The export instant written in a PCP manifest (UTC; default now), for reproducible"
-    " archives.",
-)
-@json_option
-@click.pass_obj
-def export_command(
-    obj: Context,
-    fmt: str,
-    output: Path,
-    owner: str | None,
-    at: datetime | None,
-    as_json: bool,
-) -> None:
-    """Export an owner's memories (pcp, hux) or ledger (personaxis) to a file."""
-    ctx = _ctx(obj, as_json)
-    with handled(ctx):
-        result = ctx.memory.export_to(
-            fmt, output, owner=owner, at=at.replace(tzinfo=UTC) if at else None
-        )
-        emit(
-            ctx,
-            {**result.to_dict(), "path": str(output)},
-            lambda: out_console.print(
-                f"{result.items} items written to {output}"
-                + "".join(f"\n  left out: {o['what']} ({o['reason']})" for o in result.omitted),
-                highlight=False,
-            ),
-        )
-
-
-@cli.command(name="import")
-@click.argument("path", type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(
-        ["pcp", "pcp-page", "personaxis", "hux", "mem0", "omp", "remnic", "basic-memory"]
-    ),
-    help="The input's format (default: recognised from the bytes).",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["import", "restore"]),
-    default="import",
-    show_default=True,
-    help="restore: ledgermind's own export, everything kept; import: from elsewhere, with"
-    " x_import provenance, agent- and tool-made content proposed.",
-)
-@click.option("--owner", help="Whose ledger receives the memories.")
-@click.option("--reanchor", is_flag=True, help="Re-anchor a legacy (≤0.10) personaxis log.")
-@json_option
-@click.pass_obj
-def import_command(
-    obj: Context,
-    path: Path,
-    fmt: str | None,
-    mode: str,
-    owner: str | None,
-    reanchor: bool,
-    as_json: bool,
-) -> None:
-    """Import PATH (a file, a PCP archive or a folder of notes); nothing half-written."""
-    ctx = _ctx(obj, as_json)
-    with handled(ctx):
-        show = not ctx.as_json and err_console.is_terminal
-        with Progress(console=err_console, disable=not show, transient=True) as bar:
-            task = bar.add_task("importing", total=None)
-
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            report = ctx.memory.import_path(
-                path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
-            )
-
-        def human() -> None:
-            out_console.print(
-                f"{report.format} {report.mode} into {report.owner}: {len(report.created)}"
-                f" created, {report.unchanged} unchanged, {len(report.refused)} refused",
-                highlight=False,
-            )
-            for refusal in report.refused:
-                out_console.print(f"  refused {refusal.where}: {refusal.reason}", highlight=False)
-
-        emit(ctx, report.to_dict(), human)
-
-
-@cli.group()
-def checkpoint() -> None:
-    """Session checkpoints: Spiralist UAIX request envelopes in, response envelopes out."""
-
-
-@checkpoint.command(name="handle")
-@click.argument("file", type=click.File("rb"))
-@click.option(
-    "--owner",
-    help="Whose ledger keeps the checkpoint (default: the acting principal, if a person).",
-)
-@click.option(
-    "--pretty", is_flag=True, help="Indent the answer (its checksum covers the JCS form)."
-)
-@click.pass_obj
-def checkpoint_handle(obj: Context, file: Any, owner: str | None, pretty: bool) -> None:
-    """Answer the UAIX request envelope in FILE (- for stdin); print the response envelope.
-
-    The acting principal (--as) is the caller and must equal the envelope's trust.principal.
-    Exit 0 for a uai.intent.response.v1; for a uai.error.v1 refusal, 1 when the checkpoint
-    is not found and 2 otherwise — the envelope is printed either way.
-    """
-    ctx = obj
-    with handled(ctx):
-        answer = ctx.memory.handle_checkpoint(file.read(), owner=owner)
-        envelope = json.loads(answer)
-        if pretty:
-            click.echo(json.dumps(envelope, ensure_ascii=False, indent=2, sort_keys=True))
-        else:
-            click.echo(answer.decode("utf-8"))
-        if envelope.get("profile") == "uai.error.v1":
-            code = envelope.get("body", {}).get("code")
-            sys.exit(EXIT_NOT_FOUND if code == "checkpoint-not-found" else EXIT_BAD_INPUT)
 
 
 def main() -> None:

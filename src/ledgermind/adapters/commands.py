@@ -1,22 +1,19 @@
 """Server commands of the CLI: ``serve``, ``mcp``, ``token create|list|revoke`` and ``demo``.
 
 They live here, beside the server they start, and ``adapters/cli.py`` registers them on the
-``ledgermind`` group. They read the group's context object (settings, ``--json``, the lazily
-opened facade) without importing the CLI module.
+``ledgermind`` group. They share the group's context object (settings, ``--json``, the
+lazily opened facade) and its error-to-exit table through ``adapters/console.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import click
 
-from ledgermind.config import Settings
+from ledgermind.adapters.console import Context, handled, with_json
 from ledgermind.core.access import (
     AGENT_DEFAULT_SCOPES,
     HUMAN_DEFAULT_SCOPES,
@@ -24,38 +21,8 @@ from ledgermind.core.access import (
     SENSITIVE_READ,
     check_grant,
 )
-from ledgermind.core.errors import LedgermindError, NotFoundError
 from ledgermind.core.records import principal_kind
-from ledgermind.service.memory import Memory
 from ledgermind.service.tokens import DEFAULT_EXPIRY, Tokens
-
-
-class CliContext(Protocol):
-    """What ``cli.Context`` offers (the group's ``ctx.obj``)."""
-
-    settings: Settings
-    as_json: bool
-
-    @property
-    def memory(self) -> Memory: ...
-
-    def close(self) -> None: ...
-
-
-@contextmanager
-def handled(obj: CliContext, as_json: bool) -> Iterator[CliContext]:
-    """Map ledgermind errors to a message and exit code 1 (not found) or 2 (bad input)."""
-    obj.as_json = obj.as_json or as_json
-    try:
-        yield obj
-    except LedgermindError as error:
-        if obj.as_json:
-            click.echo(json.dumps(error.to_dict(), ensure_ascii=False, default=str))
-        else:
-            click.echo(f"error: {error.message}", err=True)
-        sys.exit(1 if isinstance(error, NotFoundError) else 2)
-    finally:
-        obj.close()
 
 
 def _scopes(value: str | None, principal: str) -> tuple[str, ...]:
@@ -100,7 +67,7 @@ def token() -> None:
 @json_flag
 @click.pass_obj
 def token_create(
-    obj: CliContext,
+    obj: Context,
     principal: str,
     on_behalf_of: str | None,
     scopes: str | None,
@@ -109,7 +76,7 @@ def token_create(
     as_json: bool,
 ) -> None:
     """Create a token; the secret is printed once and only its hash is stored."""
-    with handled(obj, as_json) as ctx:
+    with handled(with_json(obj, as_json)) as ctx:
         issued = Tokens(ctx.memory.store).create(
             principal,
             _scopes(scopes, principal),
@@ -134,9 +101,9 @@ def token_create(
 @click.option("--principal", help="Only this principal's tokens.")
 @json_flag
 @click.pass_obj
-def token_list(obj: CliContext, principal: str | None, as_json: bool) -> None:
+def token_list(obj: Context, principal: str | None, as_json: bool) -> None:
     """List tokens (never their secrets)."""
-    with handled(obj, as_json) as ctx:
+    with handled(with_json(obj, as_json)) as ctx:
         records = Tokens(ctx.memory.store).records(principal)
         if ctx.as_json:
             click.echo(json.dumps({"tokens": [r.to_dict() for r in records]}, indent=2))
@@ -155,9 +122,9 @@ def token_list(obj: CliContext, principal: str | None, as_json: bool) -> None:
 @click.argument("token_id")
 @json_flag
 @click.pass_obj
-def token_revoke(obj: CliContext, token_id: str, as_json: bool) -> None:
+def token_revoke(obj: Context, token_id: str, as_json: bool) -> None:
     """Revoke a token at once: later requests with it get 401."""
-    with handled(obj, as_json) as ctx:
+    with handled(with_json(obj, as_json)) as ctx:
         record = Tokens(ctx.memory.store).revoke(token_id)
         if ctx.as_json:
             click.echo(json.dumps(record.to_dict(), indent=2))
@@ -178,7 +145,7 @@ def token_revoke(obj: CliContext, token_id: str, as_json: bool) -> None:
 @click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False))
 @click.pass_obj
 def serve(
-    obj: CliContext,
+    obj: Context,
     host: str,
     port: int,
     tool_names: str,
@@ -189,7 +156,7 @@ def serve(
     """Serve the HTTP API, MCP (streamable HTTP at /mcp) and the review page."""
     from ledgermind.adapters import server
 
-    with handled(obj, False) as ctx:
+    with handled(obj) as ctx:
         principal = ctx.settings.principal
         server.serve(
             ctx.memory,
@@ -219,12 +186,12 @@ def serve(
 @tool_names_option
 @click.pass_obj
 def mcp_command(
-    obj: CliContext, on_behalf_of: str | None, scopes: str | None, tool_names: str
+    obj: Context, on_behalf_of: str | None, scopes: str | None, tool_names: str
 ) -> None:
     """Serve the MCP tools over stdio, acting as the configured principal (--as)."""
     from ledgermind.adapters import server
 
-    with handled(obj, False) as ctx:
+    with handled(obj) as ctx:
         principal = ctx.settings.principal
         wanted: Any = scopes.split(",") if scopes else list(AGENT_DEFAULT_SCOPES)
         if scopes is None and principal_kind(principal) == "human":

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from ledgermind.service.portability import ExportResult, ImportReport
 
-__all__ = ["Clock", "Draft", "Memory", "OwnerReport", "WriteResult", "utc_now"]
+__all__ = ["Clock", "Draft", "Memory", "MemoryFilter", "OwnerReport", "WriteResult", "utc_now"]
 
 
 class Memory(MemoryWrites, MemoryChanges, MemoryRetention, MemoryIntegrity, MemoryReads):
