@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,7 +31,7 @@ from ledgermind.core.errors import (
     PolicyDeniedError,
     StorageError,
 )
-from ledgermind.core.records import CHANNELS, KINDS, STATUSES, TOPICS
+from ledgermind.core.records import Channel, Kind, Status, Topic
 from ledgermind.core.records import Memory as MemoryRecord
 from ledgermind.service.memory import Memory
 from ledgermind.service.scoped import ScopedMemory
@@ -72,25 +72,6 @@ def error_response(error: LedgermindError) -> JSONResponse:
 
 
 # -- models at the edge ---------------------------------------------------------------
-
-Kind = Literal["preference", "fact", "instruction", "context"]
-Topic = Literal[
-    "general",
-    "health",
-    "finance",
-    "legal",
-    "relationships",
-    "credentials",
-    "minors",
-    "location",
-    "biometric",
-]
-Channel = Literal["user", "internal", "tool", "synthesis"]
-Status = Literal["proposed", "active", "rejected", "expired", "forgotten", "no_store"]
-assert set(get_args(Kind)) == set(KINDS)
-assert set(get_args(Topic)) == set(TOPICS)
-assert set(get_args(Channel)) == set(CHANNELS)
-assert set(get_args(Status)) == set(STATUSES)
 
 
 class ErrorOut(BaseModel):

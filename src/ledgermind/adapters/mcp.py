@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from ledgermind.core.access import Grant
 from ledgermind.core.errors import AuthenticationError, LedgermindError
+from ledgermind.core.records import Kind, Topic
 from ledgermind.core.records import Memory as MemoryRecord
 from ledgermind.service.memory import Memory
 from ledgermind.service.scoped import ScopedMemory
@@ -220,18 +221,8 @@ def create_mcp(
     async def memory_write(
         content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
         ctx: Context,
-        kind: Literal["preference", "fact", "instruction", "context"] = "fact",
-        topic: Literal[
-            "general",
-            "health",
-            "finance",
-            "legal",
-            "relationships",
-            "credentials",
-            "minors",
-            "location",
-            "biometric",
-        ] = "general",
+        kind: Kind = "fact",
+        topic: Topic = "general",
         title: str | None = None,
         tags: list[str] | None = None,
         reason: Annotated[

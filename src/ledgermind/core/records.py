@@ -5,16 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
 from ledgermind.core.errors import InvalidInputError
 
-CHANNELS: Final = ("user", "internal", "tool", "synthesis")
-KINDS: Final = ("preference", "fact", "instruction", "context")
-STATUSES: Final = ("proposed", "active", "rejected", "expired", "forgotten", "no_store")
-APPROVAL_MODES: Final = ("automatic", "ask", "no_store")
-SENSITIVITIES: Final = ("normal", "sensitive")
-TOPICS: Final = (
+# The closed vocabularies, once: as types for the edges' schemas (HTTP, MCP) and as tuples.
+Channel = Literal["user", "internal", "tool", "synthesis"]
+Kind = Literal["preference", "fact", "instruction", "context"]
+Status = Literal["proposed", "active", "rejected", "expired", "forgotten", "no_store"]
+Topic = Literal[
     "general",
     "health",
     "finance",
@@ -24,7 +23,13 @@ TOPICS: Final = (
     "minors",
     "location",
     "biometric",
-)
+]
+CHANNELS: Final[tuple[str, ...]] = get_args(Channel)
+KINDS: Final[tuple[str, ...]] = get_args(Kind)
+STATUSES: Final[tuple[str, ...]] = get_args(Status)
+TOPICS: Final[tuple[str, ...]] = get_args(Topic)
+APPROVAL_MODES: Final = ("automatic", "ask", "no_store")
+SENSITIVITIES: Final = ("normal", "sensitive")
 SCOPE_LEVELS: Final = ("global", "project", "conversation")
 TTL_POLICIES: Final = ("never", "expires_at", "decay")
 LIFECYCLES: Final = ("active", "validated", "stale", "archived")
