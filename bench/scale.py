@@ -160,6 +160,10 @@ def postgres_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
         with psycopg.connect(server.get_uri(), autocommit=True) as db:
             db.execute("CREATE DATABASE bench_scale")
             version = db.execute("SHOW server_version").fetchone()
+            settings = ", ".join(
+                f"{name}={db.execute(f'SHOW {name}').fetchone()[0]}"  # type: ignore[index]
+                for name in ("synchronous_commit", "shared_buffers")
+            )
         url = f"postgresql://postgres@/bench_scale?host={socket_dir}"
         store = PostgresStore(url)
 
@@ -167,7 +171,10 @@ def postgres_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
             row = store._connection().execute("SELECT pg_database_size(current_database())")
             return int(row.fetchone()[0])  # type: ignore[index]
 
-        label = f"PostgreSQL {version[0] if version else '?'} + pgvector (HNSW), unix socket"
+        label = (
+            f"PostgreSQL {version[0] if version else '?'} + pgvector (HNSW), unix socket,"
+            f" {settings}"
+        )
         try:
             yield store, size, label
         finally:
@@ -257,6 +264,13 @@ def section(records: Sequence[dict[str, Any]]) -> str:
         "",
         "Stores: " + "; ".join(sorted({f"{r['backend']}: {r['store']}" for r in records})),
     ]
+    notes = [
+        f"- {r['backend']} {r['memories']:,}: {r['note']}"
+        for r in sorted(records, key=lambda r: (r["backend"], r["memories"]))
+        if r.get("note")
+    ]
+    if notes:
+        lines += ["", "Notes (the `note` field of a result file):", "", *notes]
     commands = sorted({r["command"] for r in records})
     lines += ["", "Commands: " + ", ".join(f"`{c}`" for c in commands), END]
     return "\n".join(lines)
