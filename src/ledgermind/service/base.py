@@ -15,6 +15,7 @@ take the same path as the facade's own. Adapters never call them.
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -79,6 +80,7 @@ class MemoryBase:
         self._verified: dict[str, Tip] = {}
         self.embedder = embedder
         self._vectors_ok: bool | None = None
+        self._vectors_lock = threading.Lock()
 
     # -- embeddings -------------------------------------------------------------------
 
@@ -91,11 +93,15 @@ class MemoryBase:
         if self.embedder is None:
             return False
         if self._vectors_ok is None:
-            model = self.store.vector_model()
-            if model is None:
-                self.store.set_vector_model(self.embedder.name, self.embedder.dim)
-                model = (self.embedder.name, self.embedder.dim)
-            self._vectors_ok = model == (self.embedder.name, self.embedder.dim)
+            # One thread records the model: a served store's first requests arrive together,
+            # and each recording recreates the vector index (and so drops what the others wrote).
+            with self._vectors_lock:
+                if self._vectors_ok is None:
+                    model = self.store.vector_model()
+                    if model is None:
+                        self.store.set_vector_model(self.embedder.name, self.embedder.dim)
+                        model = (self.embedder.name, self.embedder.dim)
+                    self._vectors_ok = model == (self.embedder.name, self.embedder.dim)
         return self._vectors_ok
 
     def _embed(self, texts: Sequence[str]) -> list[Any]:

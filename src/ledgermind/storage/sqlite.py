@@ -260,6 +260,10 @@ class SQLiteStore:
         self._local = threading.local()
         self._connections: list[Any] = []
         self._lock = threading.Lock()
+        # Write transactions of this process queue here rather than in SQLite's busy
+        # handler, which polls with sleeps of up to 100 ms and lets a waiter starve; it
+        # also orders each write's update of the vector copy after the write before it.
+        self._write_lock = threading.RLock()
         self._erased = False
         self._vectors = VectorCache()
         if str(path) != ":memory:":
@@ -311,21 +315,22 @@ class SQLiteStore:
 
     @contextmanager
     def _immediate(self, db: Any) -> Iterator[None]:
-        try:
-            db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StorageError(f"the database is locked or unavailable: {exc}") from exc
-        try:
-            yield
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        else:
+        with self._write_lock:
             try:
-                db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
+                raise StorageError(f"the database is locked or unavailable: {exc}") from exc
+            try:
+                yield
+            except BaseException:
                 db.execute("ROLLBACK")
-                raise StorageError(f"the write could not be committed: {exc}") from exc
+                raise
+            else:
+                try:
+                    db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    db.execute("ROLLBACK")
+                    raise StorageError(f"the write could not be committed: {exc}") from exc
 
     @contextmanager
     def write(self, owner: str) -> Iterator[_Transaction]:
@@ -333,13 +338,16 @@ class SQLiteStore:
         db = self._connection()
         self._erased = False
         generation = None
-        with self._immediate(db):
-            tx = _Transaction(self, db, owner)
-            yield tx
-            if tx.vector_changes:
-                generation = self._bump_generation(db, owner)
-        if generation is not None:
-            self._vectors.apply(owner, generation, tx.vector_changes)
+        # The copy is updated before the next write of this process commits, so the
+        # updates arrive in generation order and the copy is never dropped for a gap.
+        with self._write_lock:
+            with self._immediate(db):
+                tx = _Transaction(self, db, owner)
+                yield tx
+                if tx.vector_changes:
+                    generation = self._bump_generation(db, owner)
+            if generation is not None:
+                self._vectors.apply(owner, generation, tx.vector_changes)
         if self._erased:
             self.compact()
 
@@ -572,18 +580,25 @@ class SQLiteStore:
         # FTS5 ranks its matches first (its own top-N sort, over every owner's rows); the
         # best are then joined and filtered. While too few pass, more are read. Left to
         # itself the planner would walk the owner's rows and probe FTS5 for each.
+        # The matches come back as ONE row (a JSON array, scores printed exactly): every
+        # row fetched lets go of the GIL and takes it back, and under a server's many
+        # threads each take waits in line, so a thousand rows cost a thousand waits.
         want = limit * 2 + 64
         while True:
             try:
-                rows = db.execute(
+                packed = db.execute(
                     "WITH f AS MATERIALIZED (SELECT rowid, rank AS score FROM memory_fts"
                     " WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?)"
-                    f" SELECT m.id, f.score FROM f CROSS JOIN memories m ON m.rid = f.rowid"
-                    f" WHERE {where} ORDER BY f.score, m.rid",
+                    " SELECT json_group_array(json_array(m.id, printf('%!.17g', f.score), m.rid))"
+                    f" FROM f CROSS JOIN memories m ON m.rid = f.rowid WHERE {where}",
                     [match, want, *params],
-                ).fetchall()
+                ).fetchone()[0]
             except sqlite3.OperationalError as exc:
                 raise StorageError(f"full-text query failed: {exc}", match=match) from exc
+            rows = sorted(
+                ((str(i), float(score), int(rid)) for i, score, rid in json.loads(packed)),
+                key=lambda row: (row[1], row[2]),
+            )
             if len(rows) >= limit:
                 break
             total = db.execute(
@@ -659,7 +674,7 @@ class SQLiteStore:
             ).fetchall()
             cached = self._vectors.load(owner, generation, rows, self._dimension or 0)
         if cached is not None:
-            return cached.nearest(query, k), cached.count
+            return self._vectors.nearest(cached, query, k)
         total = int(
             db.execute("SELECT count(*) FROM memory_vec WHERE owner = ?", (owner,)).fetchone()[0]
         )
@@ -703,14 +718,20 @@ class SQLiteStore:
 
     def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
         """The ranking fields of these memories, read from their stored documents."""
-        paths = ", ".join(f"json_extract(m.doc, '$.{name}')" for name in _ROW_FIELDS)
-        rows = self._connection().execute(
-            f"SELECT m.id, m.seq, m.updated_at, {paths} FROM json_each(?) AS j CROSS JOIN memories m"
-            " ON m.id = j.value WHERE m.owner = ?",
-            (json.dumps(list(ids)), owner),
+        # One row back (see ``lexical``): the fields are copied as the document's own JSON.
+        paths = ", ".join(f"m.doc -> '$.{name}'" for name in _ROW_FIELDS)
+        packed = (
+            self._connection()
+            .execute(
+                f"SELECT json_group_array(json_array(m.id, m.seq, m.updated_at, {paths}))"
+                " FROM json_each(?) AS j CROSS JOIN memories m ON m.id = j.value"
+                " WHERE m.owner = ?",
+                (json.dumps(list(ids)), owner),
+            )
+            .fetchone()[0]
         )
         out = {}
-        for r in rows:
+        for r in json.loads(packed):
             out[r[0]] = RecallRow(
                 memory_id=r[0],
                 seq=int(r[1]),

@@ -116,6 +116,13 @@ class VectorCache:
             cached = self._owners.get(owner)
             return cached if cached is not None and cached.generation == generation else None
 
+    def nearest(
+        self, cached: CachedVectors, query: Vector, k: int
+    ) -> tuple[list[tuple[int, float]], int]:
+        """``cached.nearest`` and its count, read while no write of this process changes it."""
+        with self._lock:
+            return cached.nearest(query, k), cached.count
+
     def load(
         self, owner: str, generation: int, rows: Sequence[tuple[Any, bytes]], dimension: int
     ) -> CachedVectors:
