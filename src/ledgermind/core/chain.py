@@ -50,6 +50,11 @@ def format_ts(moment: datetime) -> str:
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
+def parse_utc(value: str) -> datetime:
+    """Read an RFC 3339 time written with ``Z`` (or an offset) as an aware datetime."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
 def check_text(text: str, *, field: str = "content") -> None:
     """Refuse text the reference runtime would hash differently (lone surrogates)."""
     try:

@@ -24,12 +24,12 @@ import zipfile
 import zlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cache
 from typing import Any, Final
 
 import jsonschema
 
+from ledgermind.core.chain import parse_utc
 from ledgermind.core.errors import FormatError
 from ledgermind.formats import pcp
 from ledgermind.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
@@ -142,7 +142,7 @@ def build(
 
 
 def _epoch(exported_at: str) -> int:
-    return int(datetime.fromisoformat(exported_at.replace("Z", "+00:00")).timestamp())
+    return int(parse_utc(exported_at).timestamp())
 
 
 def write_tar(files: Mapping[str, bytes], exported_at: str) -> bytes:
@@ -163,7 +163,7 @@ def write_tar(files: Mapping[str, bytes], exported_at: str) -> bytes:
 
 def write_zip(files: Mapping[str, bytes], exported_at: str) -> bytes:
     """A deterministic zip (deflated; fixed times, modes and system)."""
-    moment = datetime.fromisoformat(exported_at.replace("Z", "+00:00"))
+    moment = parse_utc(exported_at)
     stamp = (
         max(moment.year, 1980),
         moment.month,

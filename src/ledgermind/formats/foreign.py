@@ -6,11 +6,12 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
 import rfc8785
 
+from ledgermind.core.chain import parse_utc
 from ledgermind.core.errors import FormatError
 from ledgermind.core.records import DATE_OR_DATETIME_PATTERN, PATH_PATTERN
 
@@ -36,7 +37,7 @@ def to_utc(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = parse_utc(value)
     except ValueError:
         return None
     if moment.tzinfo is None:

@@ -29,6 +29,7 @@ from ledgermind.core.chain import (
     Verification,
     format_ts,
     make_entry,
+    parse_utc,
     redact_entry,
     tombstone_content,
 )
@@ -58,7 +59,7 @@ def utc_now() -> datetime:
 
 def parse_time(value: str) -> datetime:
     """A stored UTC time (``…Z``) as an aware datetime."""
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parse_utc(value)
 
 
 class MemoryBase:

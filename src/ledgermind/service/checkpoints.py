@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import rfc8785
 
-from ledgermind.core.chain import REDACTED_MARKER, redact_entry
+from ledgermind.core.chain import REDACTED_MARKER, parse_utc, redact_entry
 from ledgermind.core.checkpoints import (
     CheckpointFact,
     CheckpointRecord,
@@ -129,7 +129,7 @@ def decode_checkpoint(row: Record, owner: str) -> CheckpointRecord | None:
     return CheckpointRecord(
         checkpoint_id=event.memory,
         owner=owner,
-        created_at=datetime.fromisoformat(str(f["created_at"]).replace("Z", "+00:00")),
+        created_at=parse_utc(str(f["created_at"])),
         source_message_id=str(f["source_message_id"]),
         session_id=f.get("session_id"),
         checkpoint_label=texts.get("label"),
@@ -360,7 +360,7 @@ def _ended(memory: MemoryRecord, now: datetime) -> bool:
         return False
     if len(until) == 10:
         return date.fromisoformat(until) < now.astimezone(UTC).date()
-    return datetime.fromisoformat(until.replace("Z", "+00:00")) <= now
+    return parse_utc(until) <= now
 
 
 def resolve_owner(memory: Memory, caller: str, owner: str | None) -> str:
