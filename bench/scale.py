@@ -196,19 +196,23 @@ def run(backend: str, size: int, progress: Callable[[str, int, int], None]) -> d
         batch: list[dict[str, Any]] = []
         started = time.perf_counter()
         done = 0
-        for index, item in enumerate(corpus.items(size)):
-            batch.append(item)
-            if index % pick_every == 0 and len(samples) < QUERIES:
-                samples.append(item["text"])
-            if len(batch) == BATCH:
+        # A first load: the store may defer index upkeep to one build, counted in the rate.
+        with memory.bulk_load():
+            for index, item in enumerate(corpus.items(size)):
+                batch.append(item)
+                if index % pick_every == 0 and len(samples) < QUERIES:
+                    samples.append(item["text"])
+                if len(batch) == BATCH:
+                    memory.remember_many(batch)
+                    done += len(batch)
+                    batch = []
+                    progress("ingest", done, size)
+            if batch:
                 memory.remember_many(batch)
                 done += len(batch)
-                batch = []
                 progress("ingest", done, size)
-        if batch:
-            memory.remember_many(batch)
-            done += len(batch)
-            progress("ingest", done, size)
+            built = time.perf_counter()
+        build_s = time.perf_counter() - built
         ingest_s = time.perf_counter() - started
         questions = [corpus.question(text) for text in samples]
         cold_started = time.perf_counter()
@@ -227,6 +231,7 @@ def run(backend: str, size: int, progress: Callable[[str, int, int], None]) -> d
             "memories": size,
             "ingest_per_s": round(size / ingest_s, 1),
             "ingest_s": round(ingest_s, 1),
+            "index_build_s": round(build_s, 1),
             "query_p50_ms": round(statistics.median(timings), 2),
             "query_p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
             "first_query_ms": round(cold_ms, 1),
@@ -245,19 +250,21 @@ def section(records: Sequence[dict[str, Any]]) -> str:
         "",
         "Synthetic conversational memories (shipped model's word list, Zipf frequencies,"
         " fixed seed, sessions of 20 turns), one owner; ingest through"
-        " `Memory.remember_many` in batches of 1,000 with embeddings; 200 generated questions"
+        " `Memory.remember_many` in batches of 1,000 with embeddings, inside"
+        " `Memory.bulk_load()` (PostgreSQL builds its HNSW index once at the end; the build"
+        " counts in the ingest rate); 200 generated questions"
         " through `Memory.recall(limit=10)` after one warm-up query (its time is the"
         " 'first query' column: loading the vector copy). Bars: ingest ≥ 1,000/s and query"
         " p50 ≤ 50 ms at 100k.",
         "",
-        "| backend | memories | ingest /s | query p50 ms | query p95 ms | first query ms |"
-        " database | date | machine |",
-        "|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| backend | memories | ingest /s | of which index build s | query p50 ms |"
+        " query p95 ms | first query ms | database | date | machine |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in sorted(records, key=lambda r: (r["backend"], r["memories"])):
         lines.append(
             f"| {r['backend']} | {r['memories']:,} | {r['ingest_per_s']:,.0f} |"
-            f" {r['query_p50_ms']:.1f} | {r['query_p95_ms']:.1f} | {r['first_query_ms']:,.0f} |"
+            f" {_build(r)} | {r['query_p50_ms']:.1f} | {r['query_p95_ms']:.1f} | {r['first_query_ms']:,.0f} |"
             f" {r['db_bytes'] / 1e6:,.0f} MB | {r['date']} | {r['machine']} |"
         )
     lines += [
@@ -274,6 +281,12 @@ def section(records: Sequence[dict[str, Any]]) -> str:
     commands = sorted({r["command"] for r in records})
     lines += ["", "Commands: " + ", ".join(f"`{c}`" for c in commands), END]
     return "\n".join(lines)
+
+
+def _build(record: dict[str, Any]) -> str:
+    # Runs before bulk loading existed kept their index up to date row by row.
+    build = record.get("index_build_s")
+    return "row by row" if build is None else f"{build:,.1f}"
 
 
 def record(records: Sequence[dict[str, Any]], path: Path = DOCS) -> None:

@@ -80,6 +80,7 @@ class Settings:
     principal: str
     policy_path: Path | None
     database_url: str | None = None
+    max_concurrent_recalls: int | None = None
 
     @classmethod
     def load(
@@ -98,11 +99,18 @@ class Settings:
         policy = policy_path or env.get("LEDGERMIND_POLICY")
         if policy is None and (root / "policy.toml").exists():
             policy = root / "policy.toml"
+        recalls = env.get("LEDGERMIND_MAX_CONCURRENT_RECALLS") or None
+        if recalls is not None and not (recalls.isascii() and recalls.isdigit() and int(recalls)):
+            raise InvalidInputError(
+                "LEDGERMIND_MAX_CONCURRENT_RECALLS must be a whole number of at least 1;"
+                f" got {recalls!r}"
+            )
         return cls(
             home=root.expanduser(),
             principal=who,
             policy_path=Path(policy) if policy else None,
             database_url=env.get("LEDGERMIND_DATABASE_URL") or None,
+            max_concurrent_recalls=int(recalls) if recalls is not None else None,
         )
 
 
@@ -143,4 +151,16 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
         principal=settings.principal,
         clock=clock,
         embedder=embedder,
+        max_concurrent_recalls=settings.max_concurrent_recalls,
+    )
+
+
+def memory_over(store: Store, like: Memory) -> Memory:
+    """A facade over another store with ``like``'s policy, principal, clock and embedder."""
+    return Memory(
+        store,
+        policy=like.policy,
+        principal=like.principal,
+        clock=like._clock,
+        embedder=like.embedder,
     )

@@ -11,7 +11,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from ledgermind.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK, cli
+from ledgermind.config import load_policy, open_store
+from ledgermind.embedding import StaticEmbedder
 from ledgermind.formats import archive
+from ledgermind.service.memory import Memory
+from ledgermind.service.recall import Query
 from ledgermind.storage.base import Tip
 from ledgermind.storage.sqlite import SQLiteStore
 from tests.formats.test_personaxis_restore import LOGS
@@ -206,3 +210,28 @@ def test_another_persons_import_is_refused(source: Path, tmp_path: Path) -> None
     assert result.exit_code == EXIT_BAD_INPUT
     assert "only human:alice" in said(result)
     assert tip(source) == before
+
+
+def test_migrate_copies_the_ledger_and_gives_the_copy_its_own_vectors(
+    source: Path, tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    destination = (
+        request.getfixturevalue("pg_url")
+        if backend == "postgres"
+        else f"sqlite:///{tmp_path / 'copy.db'}"
+    )
+    report = as_json(invoke(source, "migrate", "--to", destination, "--json"))
+    assert [o["owner"] for o in report["owners"]] == [ALICE]
+    assert report["owners"][0]["head"] == tip(source).head
+    assert report["vectors"] == 1  # the one active memory; proposed and rejected ones wait
+    target = open_store(destination)
+    try:
+        assert target.tip(ALICE) == tip(source)
+        copy = Memory(
+            target, policy=load_policy(None), principal=ALICE, embedder=StaticEmbedder.default()
+        )
+        found = copy.recall(Query(text="a cup of green tea", indexes=("vector",)))
+        assert [h.memory.content for h in found] == ["I prefer green tea"]
+        assert target.vector_model() == (copy.embedder.name, copy.embedder.dim)  # type: ignore[union-attr]
+    finally:
+        target.close()

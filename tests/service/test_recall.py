@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgermind.config import load_policy
+from ledgermind.config import Settings, load_policy
 from ledgermind.core.errors import ConflictError, InvalidInputError
 from ledgermind.embedding import HashingEmbedder
 from ledgermind.service.memory import Memory
@@ -243,3 +247,69 @@ def test_a_memorys_own_exact_text_ranks_first(
         # Another memory with the same words (reordered) may tie; none may score higher.
         assert hits[0].score == max(h.score for h in hits)
         assert target.id in [h.memory.id for h in hits if h.score == hits[0].score]
+
+
+class _CountingStore:
+    """Wraps a store and records the most lexical searches that ran at the same time."""
+
+    def __init__(self, inner: SQLiteStore) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self.running = 0
+        self.most = 0
+
+    def lexical(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            time.sleep(0.02)  # long enough for the other threads to arrive
+            return self._inner.lexical(*args, **kwargs)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize("gate", [1, 3])
+def test_no_more_recalls_run_at_once_than_the_gate_admits(tmp_path: Path, gate: int) -> None:
+    store = _CountingStore(SQLiteStore(tmp_path / "l.db"))
+    mind = Memory(
+        store,  # type: ignore[arg-type]
+        policy=load_policy(None),
+        principal="human:alice",
+        clock=StepClock(),
+        max_concurrent_recalls=gate,
+    )
+    mind.remember("green tea in the morning")
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: mind.recall("green tea"), range(16)))
+    assert all(len(a) == 1 for a in answers)
+    assert store.most == gate
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5])
+def test_a_gate_below_one_is_refused(tmp_path: Path, bad: Any) -> None:
+    with pytest.raises(InvalidInputError, match="max_concurrent_recalls"):
+        Memory(
+            SQLiteStore(tmp_path / "l.db"),
+            policy=load_policy(None),
+            principal="human:alice",
+            max_concurrent_recalls=bad,
+        )
+
+
+def test_the_gate_comes_from_the_environment_and_bad_values_are_named(tmp_path: Path) -> None:
+    settings = Settings.load(
+        home=tmp_path, principal="human:alice", environ={"LEDGERMIND_MAX_CONCURRENT_RECALLS": "3"}
+    )
+    assert settings.max_concurrent_recalls == 3
+    for bad in ("0", "two", "-1", "²"):
+        with pytest.raises(InvalidInputError, match="LEDGERMIND_MAX_CONCURRENT_RECALLS"):
+            Settings.load(
+                home=tmp_path,
+                principal="human:alice",
+                environ={"LEDGERMIND_MAX_CONCURRENT_RECALLS": bad},
+            )

@@ -15,6 +15,7 @@ import pytest
 from ledgermind.config import load_policy
 from ledgermind.core.chain import REDACTED_MARKER, make_entry, redact_entry, verify
 from ledgermind.core.checkpoints import StoredReply
+from ledgermind.core.errors import InvalidInputError
 from ledgermind.core.events import Record, verify_records
 from ledgermind.embedding import HashingEmbedder
 from ledgermind.service.memory import Memory
@@ -377,3 +378,31 @@ def test_reads_inside_a_write_see_the_rows_it_wrote(any_store: Store) -> None:
     assert any_store.get(ALICE, made.id) == changed
     assert any_store.vector_ids(ALICE) == {made.id}
     assert verify_records(any_store.records(ALICE)).ok
+
+
+def test_a_bulk_load_keeps_reads_and_writes_correct_and_ends_with_an_index(
+    any_store: Store,
+) -> None:
+    memory = vector_facade(any_store)
+    before = memory.remember("the kettle whistles at seven")
+    with memory.bulk_load():
+        loaded = memory.remember_many([f"bulk note {i} about zebras" for i in range(40)])
+        # Inside the span searches are exact, so they find what was just written.
+        query = HashingEmbedder().embed(["bulk note 7 about zebras"])[0]
+        inside = any_store.vector(ALICE, query, 3, MemoryFilter(retrievable_only=True))
+        assert inside[0].memory_id == loaded[7].memory.id
+    after = any_store.vector(ALICE, query, 50, MemoryFilter(retrievable_only=True))
+    assert after[0].memory_id == loaded[7].memory.id
+    assert {h.memory_id for h in after} == {before.id, *(r.memory.id for r in loaded)}
+    assert verify_records(any_store.records(ALICE)).ok
+
+
+def test_a_failed_bulk_load_still_rebuilds_what_it_deferred(any_store: Store) -> None:
+    memory = vector_facade(any_store)
+    memory.remember("zebra crossing")
+    head = any_store.tip(ALICE)
+    with pytest.raises(InvalidInputError), memory.bulk_load():
+        memory.remember_many(["fine", ""])  # the empty item fails the whole batch
+    assert any_store.tip(ALICE) == head
+    query = HashingEmbedder().embed(["zebra crossing"])[0]
+    assert len(any_store.vector(ALICE, query, 5, MemoryFilter())) == 1

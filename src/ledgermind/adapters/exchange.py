@@ -10,10 +10,13 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.progress import Progress
+
+if TYPE_CHECKING:
+    from ledgermind.service.memory import Memory
 
 from ledgermind.adapters.console import (
     EXIT_BAD_INPUT,
@@ -60,6 +63,7 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
                     bar.update(tasks[owner], completed=done)
 
                 reports = migrate_ledgers(ctx.memory.store, target, progress=advance)
+                vectors = _vectors_for(ctx.memory, target, bar)
         finally:
             target.close()
 
@@ -73,7 +77,25 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
             if not reports:
                 out_console.print("no ledgers to copy")
 
-        emit(ctx, {"owners": [r.to_dict() for r in reports]}, human)
+        emit(ctx, {"owners": [r.to_dict() for r in reports], "vectors": vectors}, human)
+
+
+def _vectors_for(source: Memory, target: Any, bar: Any) -> int:
+    """Embed the copied memories (vectors are not copied: the target makes its own), with the
+    target's index built once at the end; returns how many were embedded."""
+    if source.embedder is None:
+        return 0
+    from ledgermind.config import memory_over
+
+    copy = memory_over(target, source)
+    task = bar.add_task("vectors", total=None)
+
+    def advance(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    with copy.bulk_load():
+        counts = copy.reindex(progress=advance)
+    return sum(counts.values())
 
 
 @click.command(name="export")

@@ -75,4 +75,5 @@ class MemoryReads(MemoryBase):
                     model=model[0] if model else None,
                 )
             embedder = self.embedder
-        return run_recall(self.store, embedder, whose, query, text=text, now=now)
+        with self._recall_gate:
+            return run_recall(self.store, embedder, whose, query, text=text, now=now)

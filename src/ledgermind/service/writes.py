@@ -7,7 +7,8 @@ model runs while the chain is held.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -143,6 +144,18 @@ class MemoryWrites(MemoryBase):
         vectors = self._plan_vectors(plans)
         with self._writing(plans[0].owner) as tx:
             return [self._write_plan(tx, plan, vectors) for plan in plans]
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Defer the store's index upkeep to one build when a large load ends.
+
+        For a first load, a migration or a big import into a store that is not being
+        searched meanwhile: on PostgreSQL the HNSW index is dropped and built once at the
+        end (docs/operations.md); on SQLite nothing changes. Writes inside are as usual.
+        """
+        self._vectors_ready()  # record the model first, so its index is the one deferred
+        with self.store.bulk_load():
+            yield
 
     def admit(
         self,

@@ -205,6 +205,13 @@ class Store(Protocol):
         """The ranking fields of these memories of one owner (missing ids are left out)."""
         ...
 
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A span in which a large load may defer index upkeep to one build at its end.
+
+        Everything stays correct inside it; only searches may be slower until it ends.
+        """
+        ...
+
     def compact(self) -> None:
         """Make erased bytes unreachable in every file the store keeps (WAL, free pages)."""
         ...

@@ -832,6 +832,11 @@ class SQLiteStore:
     def _erased(self, value: bool) -> None:
         self._local.erased = value
 
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Nothing to defer: FTS5 and vec0 take rows at a constant cost (no graph to grow)."""
+        yield
+
     def compact(self) -> None:
         """Truncate the WAL after an erasure so no old page image survives in it."""
         db = self._connection()
