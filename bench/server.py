@@ -160,7 +160,9 @@ def render(result: LoadResult, command: str) -> str:
         f"- setup: `ledgermind serve` (uvicorn, one process) on loopback over the embedded SQLite"
         f" store (WAL, synchronous=FULL); {result.clients} concurrent clients, each alternating"
         f" {result.ops_per_client} writes and {result.ops_per_client} searches, all on ONE"
-        " owner's chain",
+        " owner's chain; recall gate"
+        f" {os.environ.get('LEDGERMIND_MAX_CONCURRENT_RECALLS') or '1 (the default)'}"
+        " (docs/api.md, Concurrency)",
         f"- correctness: {len(result.errors)} errors; {result.acknowledged} acknowledged writes,"
         f" {result.entries} ledger entries; chain and projection verify: {result.chain_ok}",
         f"- throughput: {rps:.0f} requests/s ({result.requests} requests in"

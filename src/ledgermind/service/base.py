@@ -14,7 +14,6 @@ take the same path as the facade's own. Adapters never call them.
 
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -84,10 +83,10 @@ class MemoryBase:
         self.embedder = embedder
         self._vectors_ok: bool | None = None
         self._vectors_lock = threading.Lock()
-        # Ranking is pure Python: recalls beyond the cores only queue for the GIL, and while
-        # they do they starve the writers holding a chain (a served 32-client load ran at
-        # 60 requests/s ungated and 117/s gated, writes' p50 408 → 8 ms; docs/api.md).
-        limit = (os.cpu_count() or 2) if max_concurrent_recalls is None else max_concurrent_recalls
+        # Ranking is pure Python: a second recall in another thread only takes turns at the
+        # GIL, and while recalls take turns they starve the writer holding a chain. One at a
+        # time served 32 clients x 500 at 71 requests/s, two at a time at 48 (docs/api.md).
+        limit = 1 if max_concurrent_recalls is None else max_concurrent_recalls
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInputError("max_concurrent_recalls must be a whole number of at least 1")
         self._recall_gate = threading.BoundedSemaphore(limit)
