@@ -667,7 +667,8 @@ class SQLiteStore:
         generation = self._generation(db, owner)
         cached = self._vectors.get(owner, generation)
         if cached is None and self._vectors.wants(
-            db.execute("SELECT count(*) FROM memory_vec WHERE owner = ?", (owner,)).fetchone()[0]
+            db.execute("SELECT count(*) FROM memory_vec WHERE owner = ?", (owner,)).fetchone()[0],
+            self._dimension or 0,
         ):
             rows = db.execute(
                 "SELECT rowid, embedding FROM memory_vec WHERE owner = ?", (owner,)
@@ -691,7 +692,7 @@ class SQLiteStore:
         """Nearest retrievable memories by cosine (higher is better) that pass the filter.
 
         Exact search: over an in-process copy of the owner's vectors (numpy) when it has
-        at most ``VectorCache.max_rows`` of them, else sqlite-vec's vec0 KNN. The filter is
+        as many as ``VectorCache.max_bytes`` holds, else sqlite-vec's vec0 KNN. The filter is
         applied to the nearest rows; while too few pass, more are read.
         """
         if self._dimension is None or limit < 1:

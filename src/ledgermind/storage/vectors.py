@@ -4,8 +4,9 @@ sqlite-vec's ``vec0`` is the vector index of the SQLite store: it holds every ve
 partitioned by owner, and its rows go with the memories (erasure deletes them). Its KNN is
 an exact scan in C; on the 2-core machine of docs/benchmarks.md it reads 100k vectors of
 128 dimensions in ~50 ms. A float32 matrix product in numpy does the same in ~5 ms, so
-the store keeps each owner's vectors in memory, up to :attr:`VectorCache.max_rows`, and
-scans them with numpy.
+the store keeps owners' vectors in memory, within :attr:`VectorCache.max_bytes` for all
+owners together (the least recently searched owner's copy is dropped first), and scans
+them with numpy. An owner too large for the budget alone is searched by vec0.
 
 The copy is never trusted blindly: every owner has a generation counter in the database
 that moves in the same transaction as any change of its vectors. A copy whose generation
@@ -16,6 +17,7 @@ place (so a remember between two recalls costs no reload).
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,22 +101,30 @@ class CachedVectors:
 
 
 class VectorCache:
-    """Per-owner :class:`CachedVectors`, checked against the database's generation."""
+    """Per-owner :class:`CachedVectors`, checked against the database's generation.
 
-    def __init__(self, max_rows: int = 300_000) -> None:
-        self.max_rows = max_rows
+    ``max_bytes`` bounds the matrices of all owners together (1 GiB by default: two
+    million 128-dimension vectors); loading a copy drops the least recently used others
+    until the total fits.
+    """
+
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._owners: dict[str, CachedVectors] = {}
+        self._owners: OrderedDict[str, CachedVectors] = OrderedDict()
 
-    def wants(self, rows: int) -> bool:
-        """Whether an owner with this many vectors is kept in memory."""
-        return 0 < rows <= self.max_rows
+    def wants(self, rows: int, dimension: int) -> bool:
+        """Whether an owner with this many vectors fits the budget on its own."""
+        return rows > 0 and rows * dimension * 4 <= self.max_bytes
 
     def get(self, owner: str, generation: int) -> CachedVectors | None:
         """The owner's copy if it is at ``generation``."""
         with self._lock:
             cached = self._owners.get(owner)
-            return cached if cached is not None and cached.generation == generation else None
+            if cached is None or cached.generation != generation:
+                return None
+            self._owners.move_to_end(owner)
+            return cached
 
     def nearest(
         self, cached: CachedVectors, query: Vector, k: int
@@ -146,7 +156,18 @@ class VectorCache:
         )
         with self._lock:
             self._owners[owner] = cached
+            self._owners.move_to_end(owner)
+            self._fit(keep=owner)
         return cached
+
+    def _fit(self, keep: str) -> None:
+        # Oldest first; the copy just loaded or grown stays (``wants`` admitted it alone).
+        total = sum(c.matrix.nbytes for c in self._owners.values())
+        for name in list(self._owners):
+            if total <= self.max_bytes:
+                break
+            if name != keep:
+                total -= self._owners.pop(name).matrix.nbytes
 
     def apply(self, owner: str, generation: int, changes: Sequence[tuple[int, Any]]) -> None:
         """Apply this process's committed changes, if the copy was at the generation before."""
@@ -163,8 +184,10 @@ class VectorCache:
                 else:
                     cached.put(rid, vector)
             cached.generation = generation
-            if cached.count > self.max_rows:
+            if cached.matrix.nbytes > self.max_bytes:
                 del self._owners[owner]
+            else:
+                self._fit(keep=owner)
 
     def forget(self, owner: str) -> None:
         """Drop one owner's copy."""

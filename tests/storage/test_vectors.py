@@ -1,0 +1,60 @@
+"""The in-process vector copy: exact nearest neighbours and a byte budget over all owners."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ledgermind.storage.vectors import VectorCache
+
+
+def _rows(count: int, dimension: int, seed: int) -> list[tuple[int, bytes]]:
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(count, dimension)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return [(i + 1, matrix[i].tobytes()) for i in range(count)]
+
+
+def test_nearest_is_the_exact_top_k_by_cosine() -> None:
+    cache = VectorCache()
+    rows = _rows(500, 16, seed=1)
+    cached = cache.load("human:a", 1, rows, 16)
+    query = np.frombuffer(rows[42][1], dtype=np.float32)
+    found, count = cache.nearest(cached, query, 5)
+    matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+    expected = [int(i) + 1 for i in np.argsort(-(matrix @ query))[:5]]
+    assert count == 500
+    assert [rid for rid, _ in found] == expected
+    assert found[0] == (43, found[0][1]) and abs(found[0][1] - 1.0) < 1e-5
+
+
+def test_an_owner_larger_than_the_budget_is_not_wanted() -> None:
+    cache = VectorCache(max_bytes=100 * 16 * 4)
+    assert cache.wants(100, 16)
+    assert not cache.wants(101, 16)
+    assert not cache.wants(0, 16)
+
+
+def test_loading_past_the_budget_drops_the_least_recently_used_owner() -> None:
+    cache = VectorCache(max_bytes=2 * 100 * 16 * 4)  # room for two owners of 100
+    cache.load("human:a", 1, _rows(100, 16, 1), 16)
+    cache.load("human:b", 1, _rows(100, 16, 2), 16)
+    assert cache.get("human:a", 1) is not None  # a is now the most recently used
+    cache.load("human:c", 1, _rows(100, 16, 3), 16)
+    assert cache.get("human:b", 1) is None
+    assert cache.get("human:a", 1) is not None
+    assert cache.get("human:c", 1) is not None
+
+
+def test_a_copy_that_outgrows_the_budget_is_dropped_and_others_make_room() -> None:
+    cache = VectorCache(max_bytes=1024 * 16 * 4)
+    cache.load("human:a", 1, _rows(10, 16, 1), 16)
+    cache.load("human:b", 1, _rows(500, 16, 2), 16)
+    vector = np.zeros(16, dtype=np.float32)
+    vector[0] = 1.0
+    # b's matrix grows from 500 to 1024 rows, the whole budget: a must give way.
+    cache.apply("human:b", 2, [(5000 + i, vector) for i in range(20)])
+    assert cache.get("human:b", 2) is not None
+    assert cache.get("human:a", 1) is None
+    # Growing past the whole budget drops b itself (searches then use the database).
+    cache.apply("human:b", 3, [(9000 + i, vector) for i in range(505)])
+    assert cache.get("human:b", 3) is None
