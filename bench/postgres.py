@@ -40,24 +40,37 @@ def _clock(offset_hours: int) -> object:
     return lambda: start + timedelta(milliseconds=next(steps))
 
 
-def _writer(url: str, owner: str, worker: int, count: int, at: float) -> tuple[float, float]:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc; 0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _writer(
+    url: str, owner: str, worker: int, count: int, at: float
+) -> tuple[float, float, float, float]:
     """One process: connect and warm up, wait for the common start time ``at``, then run
-    ``count`` single-memory transactions; returns its (start, end) wall-clock times."""
-    memory = Memory(
-        PostgresStore(url), policy=load_policy(None), principal=owner, clock=_clock(worker)
-    )  # type: ignore[arg-type]
+    ``count`` single-memory transactions; returns its (start, end) wall-clock times and the
+    CPU seconds it and its server backend spent meanwhile."""
+    store = PostgresStore(url)
+    memory = Memory(store, policy=load_policy(None), principal=owner, clock=_clock(worker))  # type: ignore[arg-type]
     memory.remember("warm-up")
+    backend = store._connection().info.backend_pid
     time.sleep(max(0.0, at - time.time()))
-    began = time.time()
+    began, cpu, server = time.time(), time.process_time(), _cpu_seconds(backend)
     for i in range(count):
         memory.remember(f"worker {worker} note {i} about {WORDS[i % len(WORDS)]}")
     ended = time.time()
+    cpu, server = time.process_time() - cpu, _cpu_seconds(backend) - server
     memory.close()
-    return began, ended
+    return began, ended, cpu, server
 
 
-def _rate(spans: list[tuple[float, float]], count: int) -> float:
-    return len(spans) * count / (max(e for _, e in spans) - min(b for b, _ in spans))
+def _rate(spans: list[tuple[float, float, float, float]], count: int) -> float:
+    return len(spans) * count / (max(s[1] for s in spans) - min(s[0] for s in spans))
 
 
 def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[str, float]]:
@@ -75,6 +88,10 @@ def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[
             measured: dict[str, float] = {}
             spans = pool.starmap(_writer, [(url, f"human:solo{r}", 0, writes, time.time() + 2)])
             measured["one process"] = _rate(spans, writes)
+            began, ended, client, backend = spans[0]
+            measured["ms per write"] = (ended - began) / writes * 1000
+            measured["client CPU ms"] = client / writes * 1000
+            measured["server CPU ms"] = backend / writes * 1000
             at = time.time() + 5
             spans = pool.starmap(
                 _writer,
@@ -99,8 +116,9 @@ def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[
 
 
 def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -> list[str]:
-    """The write-throughput table: every round's rates and ratio, then the medians."""
-    names = list(rounds[0])
+    """The write-throughput table: every round's rates and ratio, then the medians; and the
+    one process's time per write beside the CPU it and its server backend used."""
+    names = [n for n in rounds[0] if "process" in n]
     many = names[1]
     ratios = [r[many] / r["one process"] for r in rounds]
     lines = [
@@ -119,6 +137,19 @@ def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -
         + " | ".join(f"**{m:,.0f}**" for m in medians)
         + f" | **{statistics.median(ratios):.2f}x** |"
     )
+    wall, client, server = (
+        statistics.median(r[k] for r in rounds)
+        for k in ("ms per write", "client CPU ms", "server CPU ms")
+    )
+    cores = os.cpu_count() or 1
+    lines += [
+        "",
+        f"One process, per write (medians): {wall:.3f} ms of wall time, of which the writer"
+        f" used {client:.3f} ms of CPU and its server backend {server:.3f} ms. The rest is"
+        " waiting (commit fsync, socket hand-offs). With perfect scaling over"
+        f" {cores} cores, N processes could reach at most {cores} * {wall:.3f} /"
+        f" ({client:.3f} + {server:.3f}) = {cores * wall / (client + server):.2f}x one process.",
+    ]
     return lines
 
 

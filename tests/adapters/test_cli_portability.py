@@ -223,7 +223,7 @@ def test_migrate_copies_the_ledger_and_gives_the_copy_its_own_vectors(
     report = as_json(invoke(source, "migrate", "--to", destination, "--json"))
     assert [o["owner"] for o in report["owners"]] == [ALICE]
     assert report["owners"][0]["head"] == tip(source).head
-    assert report["vectors"] == 1  # the one active memory; proposed and rejected ones wait
+    assert report["vectors"] == {"embedded": 1}  # the active one; proposed/rejected wait
     target = open_store(destination)
     try:
         assert target.tip(ALICE) == tip(source)
@@ -233,5 +233,23 @@ def test_migrate_copies_the_ledger_and_gives_the_copy_its_own_vectors(
         found = copy.recall(Query(text="a cup of green tea", indexes=("vector",)))
         assert [h.memory.content for h in found] == ["I prefer green tea"]
         assert target.vector_model() == (copy.embedder.name, copy.embedder.dim)  # type: ignore[union-attr]
+    finally:
+        target.close()
+
+
+def test_migrate_leaves_a_target_with_another_models_vectors_alone(
+    source: Path, tmp_path: Path
+) -> None:
+    destination = tmp_path / "copy.db"
+    other = SQLiteStore(destination)
+    other.set_vector_model("other-model", 8)
+    other.close()
+    report = as_json(invoke(source, "migrate", "--to", f"sqlite:///{destination}", "--json"))
+    assert report["vectors"]["embedded"] == 0
+    assert "other-model" in report["vectors"]["note"]
+    target = SQLiteStore(destination)
+    try:
+        assert target.vector_model() == ("other-model", 8)
+        assert target.tip(ALICE) == tip(source)
     finally:
         target.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -250,11 +249,13 @@ def test_a_memorys_own_exact_text_ranks_first(
 
 
 class _CountingStore:
-    """Wraps a store and records the most lexical searches that ran at the same time."""
+    """Wraps a store; its lexical search waits until ``together`` searches are inside it at
+    once (a barrier: fewer, and it times out) and records the most that ever were."""
 
-    def __init__(self, inner: SQLiteStore) -> None:
+    def __init__(self, inner: SQLiteStore, together: int) -> None:
         self._inner = inner
         self._lock = threading.Lock()
+        self._barrier = threading.Barrier(together, timeout=10)
         self.running = 0
         self.most = 0
 
@@ -263,7 +264,7 @@ class _CountingStore:
             self.running += 1
             self.most = max(self.most, self.running)
         try:
-            time.sleep(0.02)  # long enough for the other threads to arrive
+            self._barrier.wait()
             return self._inner.lexical(*args, **kwargs)
         finally:
             with self._lock:
@@ -275,7 +276,7 @@ class _CountingStore:
 
 @pytest.mark.parametrize("gate", [1, 3])
 def test_no_more_recalls_run_at_once_than_the_gate_admits(tmp_path: Path, gate: int) -> None:
-    store = _CountingStore(SQLiteStore(tmp_path / "l.db"))
+    store = _CountingStore(SQLiteStore(tmp_path / "l.db"), together=gate)
     mind = Memory(
         store,  # type: ignore[arg-type]
         policy=load_policy(None),
@@ -285,9 +286,9 @@ def test_no_more_recalls_run_at_once_than_the_gate_admits(tmp_path: Path, gate: 
     )
     mind.remember("green tea in the morning")
     with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda _: mind.recall("green tea"), range(16)))
+        answers = list(pool.map(lambda _: mind.recall("green tea"), range(15)))
     assert all(len(a) == 1 for a in answers)
-    assert store.most == gate
+    assert store.most == gate  # the barrier proves `gate` ran at once; never more
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5])

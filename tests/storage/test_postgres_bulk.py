@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ledgermind.config import load_policy
 from ledgermind.embedding import HashingEmbedder
 from ledgermind.service.memory import Memory
@@ -53,3 +55,57 @@ def test_opening_the_store_rebuilds_an_index_a_stopped_load_left_out(pg_url: str
         assert INDEX in _indexes(reopened)
     finally:
         reopened.close()
+
+
+def test_the_index_is_rebuilt_when_the_loads_body_fails(pg_url: str) -> None:
+    store = PostgresStore(pg_url)
+    memory = Memory(
+        store,
+        policy=load_policy(None),
+        principal="human:alice",
+        clock=StepClock(),
+        embedder=HashingEmbedder(),
+    )
+    try:
+        memory.remember("first")
+        # The body's error comes out, not one of the rebuild's.
+        seen: list[set[str]] = []
+
+        def load() -> None:
+            with memory.bulk_load():
+                seen.append(_indexes(store))
+                raise RuntimeError("the loader failed")
+
+        with pytest.raises(RuntimeError, match="the loader failed"):
+            load()
+        assert INDEX not in seen[0]
+        assert INDEX in _indexes(store)
+    finally:
+        memory.close()
+
+
+def test_a_model_recorded_inside_the_span_gets_its_own_index(pg_url: str) -> None:
+    store = PostgresStore(pg_url)
+    try:
+        store.set_vector_model("hashing-64", 64)
+        with store.bulk_load():
+            store.set_vector_model("other-32", 32)
+        assert "memories_embedding_32" in _indexes(store)
+        assert INDEX not in _indexes(store)  # a stale dimension's index would break inserts
+    finally:
+        store.close()
+
+
+def test_a_store_opened_during_a_load_does_not_build_the_index(pg_url: str) -> None:
+    loader = PostgresStore(pg_url)
+    loader.set_vector_model("hashing-64", 64)
+    try:
+        with loader.bulk_load():
+            other = PostgresStore(pg_url)  # e.g. a server starting meanwhile
+            try:
+                assert INDEX not in _indexes(other)
+            finally:
+                other.close()
+        assert INDEX in _indexes(loader)
+    finally:
+        loader.close()

@@ -24,7 +24,8 @@ def test_nearest_is_the_exact_top_k_by_cosine() -> None:
     expected = [int(i) + 1 for i in np.argsort(-(matrix @ query))[:5]]
     assert count == 500
     assert [rid for rid, _ in found] == expected
-    assert found[0] == (43, found[0][1]) and abs(found[0][1] - 1.0) < 1e-5
+    assert found[0][0] == 43
+    assert abs(found[0][1] - 1.0) < 1e-5
 
 
 def test_an_owner_larger_than_the_budget_is_not_wanted() -> None:
@@ -58,3 +59,15 @@ def test_a_copy_that_outgrows_the_budget_is_dropped_and_others_make_room() -> No
     # Growing past the whole budget drops b itself (searches then use the database).
     cache.apply("human:b", 3, [(9000 + i, vector) for i in range(505)])
     assert cache.get("human:b", 3) is None
+
+
+def test_an_owner_over_half_the_budget_stays_cached_after_a_write() -> None:
+    # Growing the matrix must not push a copy that still fits out of the cache (it would be
+    # reloaded from the database on every search after every write).
+    cache = VectorCache(max_bytes=1000 * 16 * 4)
+    cache.load("human:big", 1, _rows(600, 16, 1), 16)
+    vector = np.zeros(16, dtype=np.float32)
+    vector[1] = 1.0
+    for generation in range(2, 12):
+        cache.apply("human:big", generation, [(10_000 + generation, vector)])
+        assert cache.get("human:big", generation) is not None

@@ -63,7 +63,7 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
                     bar.update(tasks[owner], completed=done)
 
                 reports = migrate_ledgers(ctx.memory.store, target, progress=advance)
-                vectors = _vectors_for(ctx.memory, target, bar)
+                vectors = _vectors_for(ctx.memory, target, [r.owner for r in reports], bar)
         finally:
             target.close()
 
@@ -76,26 +76,41 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
                 )
             if not reports:
                 out_console.print("no ledgers to copy")
+            elif "note" in vectors:
+                out_console.print(f"[yellow]note[/] {vectors['note']}", highlight=False)
+            else:
+                out_console.print(f"vectors: {vectors['embedded']} memories embedded")
 
         emit(ctx, {"owners": [r.to_dict() for r in reports], "vectors": vectors}, human)
 
 
-def _vectors_for(source: Memory, target: Any, bar: Any) -> int:
-    """Embed the copied memories (vectors are not copied: the target makes its own), with the
-    target's index built once at the end; returns how many were embedded."""
-    if source.embedder is None:
-        return 0
+def _vectors_for(source: Memory, target: Any, owners: list[str], bar: Any) -> dict[str, Any]:
+    """Embed the copied owners' memories (vectors are not copied: the target makes its own)
+    inside one bulk load, so PostgreSQL builds its index once; a target whose vectors come
+    from another model keeps them (re-embedding would drop every owner's)."""
+    embedder = source.embedder
+    if embedder is None or not owners:
+        return {"embedded": 0}
+    recorded = target.vector_model()
+    if recorded is not None and tuple(recorded) != (embedder.name, embedder.dim):
+        return {
+            "embedded": 0,
+            "note": f"the target's vectors are made by {recorded[0]}; the copied memories"
+            f" were not embedded with {embedder.name}: run `ledgermind reindex` against it",
+        }
     from ledgermind.config import memory_over
 
     copy = memory_over(target, source)
     task = bar.add_task("vectors", total=None)
+    done = 0
 
-    def advance(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
+    def advance(count: int, total: int) -> None:
+        bar.update(task, completed=done + count)
 
     with copy.bulk_load():
-        counts = copy.reindex(progress=advance)
-    return sum(counts.values())
+        for owner in owners:
+            done += copy.reindex(owner, progress=advance)[owner]
+    return {"embedded": done}
 
 
 @click.command(name="export")

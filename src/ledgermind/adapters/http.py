@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Annotated, Any, Literal
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -323,6 +326,9 @@ def create_api(
     )
     app.state.memory = memory
     app.state.tokens = tokens
+    # Searches wait for a recall slot in the event loop, not in a worker thread: threads
+    # parked at the facade's gate would leave none for writes (docs/api.md, Concurrency).
+    recalls = anyio.CapacityLimiter(memory.max_concurrent_recalls)
 
     @app.exception_handler(LedgermindError)
     async def on_error(_: Request, error: LedgermindError) -> JSONResponse:
@@ -434,24 +440,30 @@ def create_api(
         return MemoryOut.of(scoped.redact(memory_id, reason=body.reason))
 
     @app.get("/api/search", tags=["memories"], responses=ERRORS)
-    def search(
+    async def search(
         scoped: Caller,
         q: Annotated[str, Query(min_length=1, max_length=2000)],
         limit: Annotated[int, Query(ge=1, le=100)] = 10,
         kind: Annotated[list[Kind] | None, Query()] = None,
     ) -> SearchOut:
         """The caller's active memories that best answer ``q``."""
-        hits = scoped.search(q, limit=limit, kinds=tuple(kind or ()) or None)
+        hits = await anyio.to_thread.run_sync(
+            partial(scoped.search, q, limit=limit, kinds=tuple(kind or ()) or None),
+            limiter=recalls,
+        )
         return SearchOut(hits=[HitOut.model_validate(h.to_dict()) for h in hits])
 
     @app.get("/api/brief", tags=["memories"], responses=ERRORS)
-    def brief(
+    async def brief(
         scoped: Caller,
         task: Annotated[str, Query(min_length=1, max_length=2000)],
         budget_chars: Annotated[int, Query(ge=100, le=20000)] = 2000,
     ) -> BriefOut:
         """The owner's most relevant active memories for a task, within a size budget."""
-        return BriefOut.model_validate(scoped.brief(task, budget_chars=budget_chars).to_dict())
+        brief = await anyio.to_thread.run_sync(
+            partial(scoped.brief, task, budget_chars=budget_chars), limiter=recalls
+        )
+        return BriefOut.model_validate(brief.to_dict())
 
     @app.get("/api/audit", tags=["audit"], responses=ON_MEMORY)
     def audit(

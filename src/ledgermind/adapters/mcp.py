@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
@@ -171,10 +172,18 @@ def create_mcp(
     def name(dotted: str) -> str:
         return dotted.replace(".", "_") if tool_names == "underscore" else dotted
 
-    async def run(ctx: Context, action: Callable[[ScopedMemory], M]) -> CallToolResult:
+    # Recalls wait for a slot here, in the event loop, not in a worker thread: a thread
+    # parked at the facade's recall gate is one fewer for the writes (docs/api.md).
+    recalls = anyio.CapacityLimiter(memory.max_concurrent_recalls)
+
+    async def run(
+        ctx: Context,
+        action: Callable[[ScopedMemory], M],
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> CallToolResult:
         try:
             scoped = ScopedMemory(memory, grant_of(ctx, stdio_grant))
-            result = await anyio.to_thread.run_sync(action, scoped)
+            result = await anyio.to_thread.run_sync(action, scoped, limiter=limiter)
         except LedgermindError as error:
             return _failed(error)
         return _ok(result)
@@ -202,7 +211,7 @@ def create_mcp(
                 ]
             )
 
-        return await run(ctx, act)
+        return await run(ctx, act, recalls)
 
     @server.tool(name=name("memory.read"))
     async def memory_read(
@@ -289,7 +298,7 @@ def create_mcp(
         def act(s: ScopedMemory) -> BriefResult:
             return BriefResult.model_validate(s.brief(task, budget_chars=budget_chars).to_dict())
 
-        return await run(ctx, act)
+        return await run(ctx, act, recalls)
 
     @server.tool(name=name("audit.list"))
     async def audit_list(

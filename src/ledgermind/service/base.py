@@ -85,10 +85,11 @@ class MemoryBase:
         self._vectors_lock = threading.Lock()
         # Ranking is pure Python: a second recall in another thread only takes turns at the
         # GIL, and while recalls take turns they starve the writer holding a chain. One at a
-        # time served 32 clients x 500 at 71 requests/s, two at a time at 48 (docs/api.md).
+        # time served 32 clients x 500 at 76 requests/s, two at a time at 48 (docs/api.md).
         limit = 1 if max_concurrent_recalls is None else max_concurrent_recalls
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInputError("max_concurrent_recalls must be a whole number of at least 1")
+        self.max_concurrent_recalls = limit
         self._recall_gate = threading.BoundedSemaphore(limit)
 
     # -- embeddings -------------------------------------------------------------------

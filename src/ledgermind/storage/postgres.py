@@ -38,6 +38,9 @@ TEXT_SEARCH_CONFIG = "english"
 # Tables that hold erasable text; compact() rewrites them after an erasure.
 ERASABLE_TABLES = ("ledger", "memories", "checkpoint_replies")
 _MIGRATION_LOCK = 0x6C6D5F6D6967  # "lm_mig": one migrator at a time
+# "lm_bulk": bulk loads hold it shared; whoever builds the vector index holds it alone, so
+# an index is never built while a load runs, nor twice at once.
+_BULK_LOCK = 0x6C6D5F62756C6B
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _MATCH_TERM = re.compile(r'"((?:[^"]|"")*)"(\*?)')
 
@@ -301,11 +304,12 @@ class PostgresStore:
         self._lock = threading.Lock()
         self._iterative_scan: bool | None = None  # known after the first vector query
         self.migrate()
-        # A recorded model's index is (re)made on open: a bulk load that stopped before its
-        # build left none.
         model = self.vector_model()
-        for wanted in {d for d in (dimension, model[1] if model else None) if d is not None}:
-            self._ensure_vector_index(wanted)
+        wanted = dimension if dimension is not None else (model[1] if model else None)
+        if wanted is not None:
+            # Also makes the index a bulk load left out when it stopped before its build;
+            # while another load runs, that load builds it when it ends.
+            self._build_vector_index(wanted, wait=False)
 
     # -- connections and schema ----------------------------------------------------------
 
@@ -364,6 +368,33 @@ class PostgresStore:
             ).format(sql.Identifier(name), sql.Literal(dimension))
         )
 
+    def _build_vector_index(
+        self, dimension: int, *, wait: bool, build_memory: str | None = None
+    ) -> bool:
+        """Make the index under the bulk lock held alone; False when a load holds it (and
+        ``wait`` is off). ``build_memory`` is the session's ``maintenance_work_mem``."""
+        db = self._connection()
+        try:
+            if wait:
+                db.execute("SELECT pg_advisory_lock(%s)", (_BULK_LOCK,))
+            else:
+                got = db.execute("SELECT pg_try_advisory_lock(%s)", (_BULK_LOCK,)).fetchone()
+                if not (got and got[0]):
+                    return False
+            try:
+                if build_memory is not None:
+                    db.execute(
+                        "SELECT set_config('maintenance_work_mem', %s, false)", (build_memory,)
+                    )
+                self._ensure_vector_index(dimension)
+            finally:
+                if build_memory is not None:
+                    db.execute("RESET maintenance_work_mem")
+                db.execute("SELECT pg_advisory_unlock(%s)", (_BULK_LOCK,))
+        except psycopg.Error as exc:
+            raise StorageError(f"the vector index could not be built: {exc}") from exc
+        return True
+
     @contextmanager
     def bulk_load(self, *, build_memory: str = "1GB") -> Iterator[None]:
         """Drop the HNSW index for a large load and build it once when the load ends.
@@ -371,38 +402,44 @@ class PostgresStore:
         Each HNSW insert searches the graph it joins, so row-by-row upkeep slows as the
         table grows (measured: ~1,150 memories/s at 10k, ~230/s at 570k); one build over
         the loaded rows costs far less. Inside the span every read stays correct
-        (searches scan exactly, slower) and other writers go on; the build itself blocks
-        writes to ``memories`` while it runs. ``build_memory`` is the session's
-        ``maintenance_work_mem`` for the build: the graph is built in memory when it fits.
+        (searches scan exactly, slower) and other writers go on. Loads hold an advisory
+        lock shared: the index is built when the last running load ends (an earlier one
+        waits for it), and a store opened meanwhile does not build it. The build blocks
+        writes to ``memories`` while it runs; ``build_memory`` is its session's
+        ``maintenance_work_mem`` (the graph is built in memory when it fits). If the body
+        raises, its error is the one reported and the index is still rebuilt.
         docs/operations.md says when to use it.
         """
-        model = self.vector_model()
-        if model is None:
-            yield
-            return
-        dimension = model[1]
-        name = sql.Identifier(f"memories_embedding_{dimension}")
         db = self._connection()
         try:
-            db.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
+            db.execute("SELECT pg_advisory_lock_shared(%s)", (_BULK_LOCK,))
+            model = self.vector_model()
+            if model is not None:
+                name = sql.Identifier(f"memories_embedding_{model[1]}")
+                db.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
         except psycopg.Error as exc:
-            raise StorageError(
-                f"the vector index could not be dropped for a bulk load: {exc}"
-            ) from exc
+            with suppress(psycopg.Error):
+                db.execute("SELECT pg_advisory_unlock_shared(%s)", (_BULK_LOCK,))
+            raise StorageError(f"a bulk load could not begin: {exc}") from exc
         try:
             yield
-        finally:
-            try:
-                db.execute("SELECT set_config('maintenance_work_mem', %s, false)", (build_memory,))
-                self._ensure_vector_index(dimension)
-            except psycopg.Error as exc:
-                raise StorageError(
-                    f"the vector index could not be rebuilt after a bulk load: {exc}; searches"
-                    " stay correct but slow until the store is next opened, which rebuilds it"
-                ) from exc
-            finally:
-                with suppress(psycopg.Error):
-                    db.execute("RESET maintenance_work_mem")
+        except BaseException:
+            # The body's error is the one to report; the index is still made if it can be.
+            with suppress(StorageError, psycopg.Error):
+                self._end_bulk_load(build_memory)
+            raise
+        self._end_bulk_load(build_memory)
+
+    def _end_bulk_load(self, build_memory: str) -> None:
+        db = self._connection()
+        try:
+            db.execute("SELECT pg_advisory_unlock_shared(%s)", (_BULK_LOCK,))
+        except psycopg.Error as exc:
+            raise StorageError(f"a bulk load could not end: {exc}") from exc
+        model = self.vector_model()  # read again: the span may have recorded another
+        if model is not None:
+            # Waits while other loads run: the last one to end builds, once.
+            self._build_vector_index(model[1], wait=True, build_memory=build_memory)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -603,6 +640,14 @@ class PostgresStore:
                 (name, str(dimension)),
             )
         self.dimension = dimension
+        # An index of another dimension would fail every insert of the new model's vectors.
+        stale = db.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memories'"
+            " AND indexname LIKE 'memories\\_embedding\\_%%' AND indexname <> %s",
+            (f"memories_embedding_{dimension}",),
+        ).fetchall()
+        for (index,) in stale:
+            db.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index)))
         self._ensure_vector_index(dimension)
 
     def vector_ids(self, owner: str) -> set[str]:

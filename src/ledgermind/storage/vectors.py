@@ -69,7 +69,7 @@ class CachedVectors:
         at = self.position.get(rid)
         if at is None:
             if self.size == self.matrix.shape[0]:
-                grown = max(1024, self.size * 2)
+                grown = max(1024, self.size + self.size // 2)  # 1.5x: big copies stay near size
                 self.matrix = np.resize(self.matrix, (grown, self.dimension))
                 self.rids = np.resize(self.rids, grown)
                 self.alive = np.resize(self.alive, grown)
@@ -184,7 +184,7 @@ class VectorCache:
                 else:
                     cached.put(rid, vector)
             cached.generation = generation
-            if cached.matrix.nbytes > self.max_bytes:
+            if not self.wants(cached.count, cached.dimension):
                 del self._owners[owner]
             else:
                 self._fit(keep=owner)
