@@ -440,6 +440,12 @@ class PostgresStore:
         if model is not None:
             # Waits while other loads run: the last one to end builds, once.
             self._build_vector_index(model[1], wait=True, build_memory=build_memory)
+        try:
+            # Fresh statistics, or the planner, still counting the table as it was before
+            # the load, prefers an exact scan to the new index (100k: 192 ms a recall).
+            db.execute("ANALYZE memories")
+        except psycopg.Error as exc:
+            raise StorageError(f"the table could not be analysed after a bulk load: {exc}") from exc
 
     # -- writes ----------------------------------------------------------------------------
 
