@@ -284,7 +284,10 @@ def section(records: Sequence[dict[str, Any]]) -> str:
 
 
 def _build(record: dict[str, Any]) -> str:
-    # Runs before bulk loading existed kept their index up to date row by row.
+    # SQLite has no index build to defer; PostgreSQL runs before bulk loading existed kept
+    # their HNSW index up to date row by row.
+    if record["backend"] == "sqlite":
+        return "none"
     build = record.get("index_build_s")
     return "row by row" if build is None else f"{build:,.1f}"
 
