@@ -15,7 +15,7 @@ import pytest
 from ledgermind.config import load_policy
 from ledgermind.core.chain import REDACTED_MARKER, make_entry, redact_entry, verify
 from ledgermind.core.checkpoints import StoredReply
-from ledgermind.core.errors import InvalidInputError
+from ledgermind.core.errors import InvalidInputError, StorageError
 from ledgermind.core.events import Record, verify_records
 from ledgermind.embedding import HashingEmbedder
 from ledgermind.service.memory import Memory
@@ -406,3 +406,30 @@ def test_a_failed_bulk_load_still_rebuilds_what_it_deferred(any_store: Store) ->
     assert any_store.tip(ALICE) == head
     query = HashingEmbedder().embed(["zebra crossing"])[0]
     assert len(any_store.vector(ALICE, query, 5, MemoryFilter())) == 1
+
+
+def test_a_write_the_database_refuses_leaves_the_chain_and_the_next_write_works(
+    any_store: Store,
+) -> None:
+    memory = vector_facade(any_store)
+    kept = memory.remember("the kettle whistles")
+    before = any_store.tip(ALICE)
+    entry = make_entry(
+        ts="2026-11-29T10:00:00.000Z", content="lost", source="user", tags=(), prev_hash=before.head
+    )
+    stored = any_store.get(ALICE, kept.id)
+    assert stored is not None
+
+    def refused_write() -> None:
+        with any_store.write(ALICE) as tx:
+            tx.append(entry, None, {})
+            tx.put(stored, [0.5] * 3)  # a vector of the wrong dimension: refused on commit
+
+    with pytest.raises((StorageError, InvalidInputError)):
+        refused_write()
+    assert any_store.tip(ALICE) == before
+    assert any_store.vector_ids(ALICE) == {kept.id}
+    after = memory.remember("the next write lands")
+    assert any_store.tip(ALICE).length == before.length + 1
+    assert verify_records(any_store.records(ALICE)).ok
+    assert any_store.get(ALICE, after.id) is not None
