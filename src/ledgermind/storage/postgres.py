@@ -460,15 +460,22 @@ class PostgresStore:
             with suppress(psycopg.Error):
                 db.execute("ROLLBACK")
 
+    @staticmethod
+    def _lock_head(db: psycopg.Connection[Any], owner: str) -> Tip:
+        """Lock the owner's heads row (made on its first write) and read the tip under it."""
+        row = db.execute(_LOCK_HEAD, (owner,)).fetchone()
+        if row is None:
+            db.execute(_NEW_HEAD, (owner,))
+            row = db.execute(_LOCK_HEAD, (owner,)).fetchone()
+        assert row is not None  # inserted above, or by a concurrent first write
+        return Tip(int(row[0]), str(row[1]))
+
     @contextmanager
     def _plain_write(self, db: psycopg.Connection[Any], owner: str) -> Iterator[_Transaction]:
         """``write`` without pipeline mode: one round trip per statement."""
         try:
             with db.transaction():
-                db.execute(_NEW_HEAD, (owner,))
-                row = db.execute(_LOCK_HEAD, (owner,)).fetchone()
-                assert row is not None  # inserted above
-                tx = _Transaction(self, db, owner, Tip(int(row[0]), str(row[1])))
+                tx = _Transaction(self, db, owner, self._lock_head(db, owner))
                 yield tx
                 tx.flush()
         except psycopg.Error as exc:
@@ -493,12 +500,7 @@ class PostgresStore:
             try:
                 with db.pipeline():
                     db.execute("BEGIN")
-                    row = db.execute(_LOCK_HEAD, (owner,)).fetchone()
-                    if row is None:  # the owner's first write: make the row, then lock it
-                        db.execute(_NEW_HEAD, (owner,))
-                        row = db.execute(_LOCK_HEAD, (owner,)).fetchone()
-                    assert row is not None  # inserted above
-                    tx = _Transaction(self, db, owner, Tip(int(row[0]), str(row[1])))
+                    tx = _Transaction(self, db, owner, self._lock_head(db, owner))
                     yield tx
                     tx.flush()
                     db.execute("COMMIT")
