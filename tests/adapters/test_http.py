@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -172,3 +174,23 @@ def test_the_review_page_is_served_with_a_strict_policy(client: TestClient) -> N
     assert page.status_code == 200
     assert "script-src 'self'" in page.headers["content-security-policy"]
     assert "access-control-allow-origin" not in page.headers
+
+
+def test_a_served_export_is_audited_in_the_callers_ledger(
+    client: TestClient, ledger: Ledger
+) -> None:
+    h = auth(ledger.alice)
+    made = client.post("/api/memories", json={"content": "my locker is 12"}, headers=h).json()
+    before = ledger.head()
+    first = client.get("/api/export", params={"format": "hux"}, headers=h)
+    assert first.status_code == 200
+    assert ledger.head()[0] == before[0] + 1  # one export event, appended after the bytes
+    record = list(ledger.memory.log(ALICE))[-1]
+    assert record.meta is not None
+    assert '"export"' in record.meta
+    assert ALICE in record.meta  # the caller is the actor
+    audit = client.get("/api/audit", params={"memory_id": made["id"]}, headers=h).json()
+    assert "exported" in json.dumps(audit)
+    second = client.get("/api/export", params={"format": "personaxis"}, headers=h)
+    lines = second.content.decode().splitlines()
+    assert len(lines) == before[0] + 1  # holds the first export's event, not its own

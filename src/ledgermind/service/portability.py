@@ -190,16 +190,21 @@ def pcp_files(
 
 
 def record_export(
-    memory: Memory, result: ExportResult, *, owner: str, memory_ids: Sequence[str]
+    memory: Memory,
+    result: ExportResult,
+    *,
+    owner: str,
+    memory_ids: Sequence[str],
+    actor: str | None = None,
 ) -> None:
     """Append the ``export`` event for bytes already made: who exported what, and its sha256.
 
     Each listed memory gets an ``exported`` audit item (no new revision). The event comes after
-    the bytes, so an export never contains its own export event. The actor is the facade's
-    principal (the caller); the adapters refuse a caller without the right before exporting.
+    the bytes, so an export never contains its own export event. The actor is ``actor`` or
+    the facade's principal; the adapters refuse a caller without the right before exporting.
     """
     digest = hashlib.sha256(result.data).hexdigest()
-    who = memory.principal
+    who = actor or memory.principal
     event = Event(
         "export",
         f"export_{digest[:24]}",
@@ -246,6 +251,21 @@ def export_archive(
     whose = _owner(memory, owner)
     result, ids = _archive(memory, whose, at, container)
     record_export(memory, result, owner=whose, memory_ids=ids)
+    return result
+
+
+def export_audited(memory: Memory, fmt: str, *, owner: str, actor: str) -> ExportResult:
+    """An owner's ledger (personaxis) or memories (HUX) as bytes, for a caller: the export
+    event names ``actor`` and is appended before the bytes are handed over (a served export
+    that cannot be audited is not served)."""
+    if fmt not in ("personaxis", "hux", "hux-jsonl"):
+        raise InvalidInputError(
+            f"unknown export format {fmt!r}; use personaxis or hux", field="format"
+        )
+    ids = tuple(sorted(memory.store.projection(owner)))
+    data, count = memory.export(fmt, owner=owner)
+    result = ExportResult(fmt, data, count)
+    record_export(memory, result, owner=owner, memory_ids=ids, actor=actor)
     return result
 
 

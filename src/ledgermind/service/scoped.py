@@ -186,9 +186,13 @@ class ScopedMemory:
         return self._memory.verify(self.owner)[0]
 
     def export(self, fmt: str) -> tuple[bytes, int]:
-        """The owner's ledger (personaxis) or memories (hux)."""
+        """The owner's ledger (personaxis) or memories (hux); the export is audited in the
+        ledger (an ``export`` event naming the caller) before the bytes are returned."""
+        from ledgermind.service.portability import export_audited
+
         self.grant.require(EXPORT, "export the ledger")
-        return self._memory.export(fmt, owner=self.owner)
+        result = export_audited(self._memory, fmt, owner=self.owner, actor=self.grant.principal)
+        return result.data, result.items
 
     # -- writes -----------------------------------------------------------------------
 
