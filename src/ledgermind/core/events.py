@@ -49,7 +49,16 @@ META_VERSION: Final = 1
 
 def canonical(document: Mapping[str, Any]) -> str:
     """RFC 8785 canonical JSON text of a document."""
-    return rfc8785.dumps(dict(document)).decode("utf-8")
+    return canonical_bytes(dict(document)).decode("utf-8")
+
+
+CanonicalizationError = rfc8785.CanonicalizationError
+"""Raised by :func:`canonical_bytes` for a value JCS cannot encode (e.g. a huge integer)."""
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """RFC 8785 canonical JSON (UTF-8 bytes) of any JSON value: the one place JCS is called."""
+    return rfc8785.dumps(value)
 
 
 @dataclass(frozen=True, slots=True)

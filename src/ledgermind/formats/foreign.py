@@ -9,10 +9,9 @@ from collections.abc import Mapping
 from datetime import UTC
 from typing import Any
 
-import rfc8785
-
 from ledgermind.core.chain import parse_utc
 from ledgermind.core.errors import FormatError
+from ledgermind.core.events import CanonicalizationError, canonical_bytes
 from ledgermind.core.records import DATE_OR_DATETIME_PATTERN, PATH_PATTERN
 
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
@@ -25,8 +24,8 @@ def record_sha256(record: Any) -> str:
     with sorted keys instead: still one fixed text per record.
     """
     try:
-        text = rfc8785.dumps(record)
-    except rfc8785.CanonicalizationError:
+        text = canonical_bytes(record)
+    except CanonicalizationError:
         compact = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         text = compact.encode("utf-8")
     return hashlib.sha256(text).hexdigest()

@@ -23,8 +23,6 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-import rfc8785
-
 from ledgermind.core.chain import REDACTED_MARKER, parse_utc, redact_entry
 from ledgermind.core.checkpoints import (
     CheckpointFact,
@@ -37,7 +35,7 @@ from ledgermind.core.checkpoints import (
     TurnWindow,
 )
 from ledgermind.core.errors import ConflictError, InvalidInputError
-from ledgermind.core.events import EVENT_TAG, MEMORY_TAG, Event, Record
+from ledgermind.core.events import EVENT_TAG, MEMORY_TAG, Event, Record, canonical_bytes
 from ledgermind.core.records import Memory as MemoryRecord
 from ledgermind.core.records import check_principal, principal_kind
 from ledgermind.formats.uaix import handle_request
@@ -338,7 +336,7 @@ def erase_copies(tx: Transaction, memory_id: str, text: str) -> None:
             tx.erase(row.seq, redact_entry(row.entry), texts)
     if text and text not in (REDACTED_MARKER, NOT_STORED):
         # Replies are canonical JSON: the text appears with JSON's minimal escapes.
-        quoted: bytes = rfc8785.dumps(text)
+        quoted: bytes = canonical_bytes(text)
         tx.drop_replies(quoted[1:-1])
 
 

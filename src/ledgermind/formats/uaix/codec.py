@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-import rfc8785
-
 from ledgermind.core.errors import FormatError, PolicyDeniedError
+from ledgermind.core.events import canonical_bytes
 from ledgermind.formats.uaix.integrity import verify_checksum
 from ledgermind.formats.uaix.schemas import REQUEST_SCHEMA, definition_validator, validator
 
@@ -250,4 +249,4 @@ def parse_request(raw: bytes) -> Request:
 
 def encode(envelope: Mapping[str, Any]) -> bytes:
     """The wire bytes of an envelope ledgermind sends: its RFC 8785 canonical form."""
-    return rfc8785.dumps(dict(envelope))
+    return canonical_bytes(dict(envelope))

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import rfc8785
-
 from ledgermind.core.errors import InvalidInputError
+from ledgermind.core.events import canonical_bytes
 from ledgermind.formats.uaix.codec import RESPONSE_PROFILE, RESULT_PROFILES
 from ledgermind.formats.uaix.integrity import seal
 
@@ -70,7 +69,7 @@ def derive_id(prefix: str, *parts: str) -> str:
     Deriving ids from the request (rather than drawing random ones) makes the same request
     always get the same answer and checkpoint id, which is what replay needs.
     """
-    digest = hashlib.sha256(rfc8785.dumps(["ledgermind.uaix", *parts])).hexdigest()
+    digest = hashlib.sha256(canonical_bytes(["ledgermind.uaix", *parts])).hexdigest()
     return prefix + digest[:32]
 
 

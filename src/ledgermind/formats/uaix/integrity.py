@@ -13,9 +13,9 @@ import hmac
 from collections.abc import Mapping
 from typing import Any, Final
 
-import rfc8785
-
 from ledgermind.core.errors import FormatError, IntegrityError
+from ledgermind.core.events import CanonicalizationError
+from ledgermind.core.events import canonical_bytes as jcs
 
 __all__ = [
     "INTEGRITY_VERSION",
@@ -33,8 +33,8 @@ def canonical_bytes(envelope: Mapping[str, Any]) -> bytes:
     """The RFC 8785 canonical UTF-8 bytes of ``envelope`` without its ``integrity`` member."""
     covered = {key: value for key, value in envelope.items() if key != "integrity"}
     try:
-        return rfc8785.dumps(covered)
-    except (rfc8785.CanonicalizationError, TypeError, ValueError, UnicodeError) as exc:
+        return jcs(covered)
+    except (CanonicalizationError, TypeError, ValueError, UnicodeError) as exc:
         raise FormatError(
             f"the envelope cannot be canonicalised (RFC 8785): {exc}; send I-JSON only "
             "(finite numbers, integers within ±2**53, valid Unicode)",
