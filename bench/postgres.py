@@ -239,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=16)
     parser.add_argument("--writes", type=int, default=200, help="per process; 0 skips")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-docs", action="store_true", help="print, do not record")
     parser.add_argument("--scale", type=int, default=100_000, help="0 skips")
     parser.add_argument("--migrate", type=int, default=10_000, help="0 skips")
     args = parser.parse_args(argv)
@@ -285,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         f" shared_buffers={settings['shared_buffers']}. Date: {datetime.now(UTC):%Y-%m-%d};"
         f" load average {os.getloadavg()[0]:.1f} at the end."
     )
+    if args.no_docs:
+        for line in throughput_lines(rounds, "(not recorded)", setup) if rounds else []:
+            print(line)
+        return 0
     if rounds:
         command = (
             f"python -m bench.postgres --processes {args.processes} --writes {args.writes}"
