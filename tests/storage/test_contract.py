@@ -433,3 +433,34 @@ def test_a_write_the_database_refuses_leaves_the_chain_and_the_next_write_works(
     assert any_store.tip(ALICE).length == before.length + 1
     assert verify_records(any_store.records(ALICE)).ok
     assert any_store.get(ALICE, after.id) is not None
+
+
+def test_a_read_that_opens_its_own_transaction_inside_a_write_does_not_commit_it(
+    any_store: Store,
+) -> None:
+    memory = vector_facade(any_store)
+    memory.remember("the kettle whistles")
+    before = any_store.tip(ALICE)
+    entry = make_entry(
+        ts="2026-11-29T10:00:00.000Z", content="lost", source="user", tags=(), prev_hash=before.head
+    )
+    query = HashingEmbedder().embed(["kettle"])[0]
+
+    def failing_write() -> None:
+        with any_store.write(ALICE) as tx:
+            tx.append(entry, None, {})
+            assert len(list(tx.records(0))) == before.length + 1
+            # PostgreSQL's vector search runs in a transaction of its own (SET LOCAL).
+            assert any_store.vector(ALICE, query, 5, MemoryFilter())
+            raise InvalidInputError("refused after reading")
+
+    with pytest.raises(InvalidInputError):
+        failing_write()
+    assert any_store.tip(ALICE) == before
+    assert verify_records(any_store.records(ALICE)).ok
+
+
+def test_dropping_no_checkpoint_reply_reports_none(any_store: Store) -> None:
+    append_plain(any_store, ALICE, "kept")
+    with any_store.write(ALICE) as tx:
+        assert tx.drop_replies(b"nothing-matches-this") == 0

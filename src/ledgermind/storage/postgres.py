@@ -285,13 +285,16 @@ class _Transaction:
         )
 
     def drop_replies(self, containing: bytes) -> int:
-        cursor = self._db.execute(
-            "DELETE FROM checkpoint_replies WHERE owner = %s AND position(%s::bytea in response) > 0",
+        # Counted by the server: in pipeline mode a cursor's rowcount is not known yet.
+        row = self._db.execute(
+            "WITH d AS (DELETE FROM checkpoint_replies WHERE owner = %s"
+            " AND position(%s::bytea in response) > 0 RETURNING 1) SELECT count(*) FROM d",
             (self._owner, containing),
-        )
-        if cursor.rowcount:
+        ).fetchone()
+        dropped = int(row[0]) if row else 0
+        if dropped:
             self.erased = True
-        return int(cursor.rowcount)
+        return dropped
 
 
 class PostgresStore:
@@ -471,10 +474,30 @@ class PostgresStore:
         return Tip(int(row[0]), str(row[1]))
 
     @contextmanager
+    def _transaction(self, db: psycopg.Connection[Any]) -> Iterator[None]:
+        """``db.transaction()``, or a savepoint inside a pipelined write of this thread.
+
+        A pipelined write sends its BEGIN unsynced, so psycopg still counts the connection
+        idle: its own ``transaction()`` would BEGIN and COMMIT, committing half a write.
+        """
+        if not getattr(self._local, "writing", False):
+            with db.transaction():
+                yield
+            return
+        db.execute("SAVEPOINT lm_nested")
+        try:
+            yield
+        except BaseException:
+            with suppress(psycopg.Error):
+                db.execute("ROLLBACK TO SAVEPOINT lm_nested")
+            raise
+        db.execute("RELEASE SAVEPOINT lm_nested")
+
+    @contextmanager
     def _plain_write(self, db: psycopg.Connection[Any], owner: str) -> Iterator[_Transaction]:
         """``write`` without pipeline mode: one round trip per statement."""
         try:
-            with db.transaction():
+            with self._transaction(db):
                 tx = _Transaction(self, db, owner, self._lock_head(db, owner))
                 yield tx
                 tx.flush()
@@ -493,16 +516,21 @@ class PostgresStore:
         """
         db = self._connection()
         tx: _Transaction | None = None
-        if not psycopg.Pipeline.is_supported():
+        if not psycopg.Pipeline.is_supported() or getattr(self._local, "writing", False):
+            # (a write nested in this thread's open write runs as a savepoint of it)
             with self._plain_write(db, owner) as tx:
                 yield tx
         else:
             try:
                 with db.pipeline():
                     db.execute("BEGIN")
-                    tx = _Transaction(self, db, owner, self._lock_head(db, owner))
-                    yield tx
-                    tx.flush()
+                    self._local.writing = True
+                    try:
+                        tx = _Transaction(self, db, owner, self._lock_head(db, owner))
+                        yield tx
+                        tx.flush()
+                    finally:
+                        self._local.writing = False
                     db.execute("COMMIT")
             except BaseException as exc:
                 self._roll_back(db)
@@ -518,7 +546,7 @@ class PostgresStore:
         """Replace one owner's projection and indexes with recomputed ones."""
         db = self._connection()
         rows = [_memory_row(m, None) for m in sorted(memories.values(), key=lambda m: m.seq)]
-        with db.transaction():
+        with self._transaction(db):
             db.execute("DELETE FROM memories WHERE owner = %s", (owner,))
             if rows:
                 with db.cursor() as cursor:
@@ -678,7 +706,7 @@ class PostgresStore:
         if not isinstance(dimension, int) or not 1 <= dimension <= 2000:
             raise StorageError(f"an HNSW-indexed dimension must be 1..2000; got {dimension!r}")
         db = self._connection()
-        with db.transaction():
+        with self._transaction(db):
             db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             db.execute("UPDATE memories SET embedding = NULL WHERE embedding IS NOT NULL")
             db.execute(
@@ -759,7 +787,7 @@ class PostgresStore:
         literal = _vector(embedding)
         db = self._connection()
         ef_search = str(min(max(limit, 40), 1000))
-        with db.transaction():
+        with self._transaction(db):
             if self._iterative_scan:
                 # One round trip for both settings (pgvector >= 0.8 knows iterative_scan).
                 db.execute(
@@ -771,7 +799,7 @@ class PostgresStore:
                 db.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef_search,))
                 if self._iterative_scan is None:
                     try:
-                        with db.transaction():
+                        with self._transaction(db):
                             db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                         self._iterative_scan = True
                     except psycopg.Error:
