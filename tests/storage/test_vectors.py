@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from ledgermind.config import load_policy
+from ledgermind.embedding import HashingEmbedder
+from ledgermind.service.memory import Memory
+from ledgermind.storage.sqlite import SQLiteStore
 from ledgermind.storage.vectors import VectorCache
+from tests.conftest import StepClock
 
 
 def _rows(count: int, dimension: int, seed: int) -> list[tuple[int, bytes]]:
@@ -71,3 +78,39 @@ def test_an_owner_over_half_the_budget_stays_cached_after_a_write() -> None:
     for generation in range(2, 12):
         cache.apply("human:big", generation, [(10_000 + generation, vector)])
         assert cache.get("human:big", generation) is not None
+
+
+def test_vec0_chunks_read_directly_hold_the_same_vectors_as_its_rows(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "l.db")
+    memory = Memory(
+        store,
+        policy=load_policy(None),
+        principal="human:alice",
+        clock=StepClock(),
+        embedder=HashingEmbedder(),
+    )
+    try:
+        made = memory.remember_many([f"note {i} about item {i % 17}" for i in range(2500)])
+        memory.remember_many([f"bob {i}" for i in range(700)], owner="human:bob", actor="human:bob")
+        for result in made[::7]:
+            memory.forget(result.id)  # vec0 clears these slots' validity bits
+        memory.redact(made[1].id, reason="erase")
+        db = store._connection()
+        assert store._chunk_layout(db)  # the pinned sqlite-vec keeps the known layout
+        for owner in ("human:alice", "human:bob"):
+            fast = store._load_vectors(db, owner, generation=1)
+            store._chunks_known = False
+            slow = store._load_vectors(db, owner, generation=1)
+            store._chunks_known = True
+            order_fast = np.argsort(fast.rids[: fast.size])
+            order_slow = np.argsort(slow.rids[: slow.size])
+            assert fast.size == slow.size == len(store.vector_ids(owner))
+            assert store._vector_count(db, owner) == fast.size
+            assert np.array_equal(
+                fast.rids[: fast.size][order_fast], slow.rids[: slow.size][order_slow]
+            )
+            assert np.array_equal(
+                fast.matrix[: fast.size][order_fast], slow.matrix[: slow.size][order_slow]
+            )
+    finally:
+        memory.close()

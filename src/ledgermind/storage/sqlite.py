@@ -24,7 +24,13 @@ from ledgermind.core.errors import IntegrityError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
-from ledgermind.storage.vectors import VectorCache, as_vector
+from ledgermind.storage.vectors import (
+    CachedVectors,
+    VectorCache,
+    as_vector,
+    live_count,
+    unpack_chunks,
+)
 
 try:  # The standard library's sqlite3 here may lack extension loading and a recent FTS5.
     import pysqlite3.dbapi2 as sqlite3
@@ -252,6 +258,10 @@ class _Transaction:
         return int(cursor.rowcount)
 
 
+# sqlite-vec 0.1's chunk table for a vec0 table with one partition key (memory_vec).
+_CHUNK_COLUMNS = ("chunk_id", "size", "sequence_id", "partition00", "validity", "rowids")
+
+
 class SQLiteStore:
     """The ``Store`` on one SQLite file."""
 
@@ -266,6 +276,7 @@ class SQLiteStore:
         self._write_lock = threading.RLock()
         self._erased = False
         self._vectors = VectorCache()
+        self._chunks_known: bool | None = None  # vec0's chunk layout, checked once
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         db = self._connection()
@@ -642,6 +653,7 @@ class SQLiteStore:
             )
             db.execute("UPDATE vector_generations SET gen = gen + 1")
         self._dimension = dimension
+        self._chunks_known = None
         self._vectors.clear()
         self._erased = True
         self.compact()
@@ -660,6 +672,42 @@ class SQLiteStore:
         row = db.execute("SELECT gen FROM vector_generations WHERE owner = ?", (owner,)).fetchone()
         return 0 if row is None else int(row[0])
 
+    def _chunk_layout(self, db: Any) -> bool:
+        """Whether vec0 keeps its chunks as sqlite-vec 0.1 does (read directly, 20x faster)."""
+        if self._chunks_known is None:
+            columns = [r[1] for r in db.execute("PRAGMA table_info(memory_vec_chunks)")]
+            vectors = [r[1] for r in db.execute("PRAGMA table_info(memory_vec_vector_chunks00)")]
+            self._chunks_known = columns == list(_CHUNK_COLUMNS) and vectors == ["rowid", "vectors"]
+        return self._chunks_known
+
+    def _vector_count(self, db: Any, owner: str) -> int:
+        if self._chunk_layout(db):
+            rows = db.execute(
+                "SELECT validity, size FROM memory_vec_chunks WHERE partition00 = ?", (owner,)
+            ).fetchall()
+            return live_count([r[0] for r in rows], [int(r[1]) for r in rows])
+        return int(
+            db.execute("SELECT count(*) FROM memory_vec WHERE owner = ?", (owner,)).fetchone()[0]
+        )
+
+    def _load_vectors(self, db: Any, owner: str, generation: int) -> CachedVectors:
+        """The owner's vectors into the in-process copy: a chunk at a time when the layout is
+        known, else a row at a time through vec0 (the same vectors: tested)."""
+        dimension = self._dimension or 0
+        if self._chunk_layout(db):
+            chunks = db.execute(
+                "SELECT c.size, c.validity, c.rowids, v.vectors FROM memory_vec_chunks c"
+                " JOIN memory_vec_vector_chunks00 v ON v.rowid = c.chunk_id"
+                " WHERE c.partition00 = ? ORDER BY c.chunk_id",
+                (owner,),
+            ).fetchall()
+            rids, vectors = unpack_chunks(chunks, dimension)
+            return self._vectors.load_arrays(owner, generation, rids, vectors)
+        rows = db.execute(
+            "SELECT rowid, embedding FROM memory_vec WHERE owner = ?", (owner,)
+        ).fetchall()
+        return self._vectors.load(owner, generation, rows, dimension)
+
     def _nearest(
         self, db: Any, owner: str, query: Any, k: int
     ) -> tuple[list[tuple[int, float]], int]:
@@ -667,13 +715,9 @@ class SQLiteStore:
         generation = self._generation(db, owner)
         cached = self._vectors.get(owner, generation)
         if cached is None and self._vectors.wants(
-            db.execute("SELECT count(*) FROM memory_vec WHERE owner = ?", (owner,)).fetchone()[0],
-            self._dimension or 0,
+            self._vector_count(db, owner), self._dimension or 0
         ):
-            rows = db.execute(
-                "SELECT rowid, embedding FROM memory_vec WHERE owner = ?", (owner,)
-            ).fetchall()
-            cached = self._vectors.load(owner, generation, rows, self._dimension or 0)
+            cached = self._load_vectors(db, owner, generation)
         if cached is not None:
             return self._vectors.nearest(cached, query, k)
         total = int(

@@ -138,21 +138,30 @@ class VectorCache:
     ) -> CachedVectors:
         """Build the owner's copy from (rid, float32 bytes) rows."""
         count = len(rows)
+        vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return self.load_arrays(
+            owner,
+            generation,
+            np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=count),
+            vectors.reshape(count, dimension),
+        )
+
+    def load_arrays(
+        self, owner: str, generation: int, rids: npt.NDArray[np.int64], vectors: Vector
+    ) -> CachedVectors:
+        """Build the owner's copy from its rids and their vectors (one row each)."""
+        count, dimension = vectors.shape
         matrix = np.zeros((max(count, 1), dimension), dtype=np.float32)
-        rids = np.zeros(max(count, 1), dtype=np.int64)
-        if count:
-            matrix[:count] = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
-                count, dimension
-            )
-            rids[:count] = [int(r[0]) for r in rows]
+        matrix[:count] = vectors
+        rids = np.concatenate([rids.astype(np.int64), np.zeros(1 if count == 0 else 0, np.int64)])
         cached = CachedVectors(
             generation=generation,
-            dimension=dimension,
+            dimension=int(dimension),
             matrix=matrix,
             rids=rids,
             alive=np.ones(max(count, 1), dtype=np.bool_) if count else np.zeros(1, np.bool_),
             size=count,
-            position={int(rid): i for i, rid in enumerate(rids[:count])},
+            position=dict(zip(rids[:count].tolist(), range(count), strict=True)),
         )
         with self._lock:
             self._owners[owner] = cached
@@ -198,3 +207,32 @@ class VectorCache:
         """Drop every copy."""
         with self._lock:
             self._owners.clear()
+
+
+def live_count(validities: Sequence[bytes], sizes: Sequence[int]) -> int:
+    """How many slots are live in vec0 chunks, from their validity bitmaps."""
+    return sum(
+        int(np.unpackbits(np.frombuffer(v, dtype=np.uint8), bitorder="little")[:n].sum())
+        for v, n in zip(validities, sizes, strict=True)
+    )
+
+
+def unpack_chunks(
+    chunks: Sequence[tuple[int, bytes, bytes, bytes]], dimension: int
+) -> tuple[npt.NDArray[np.int64], Vector]:
+    """The live (rids, vectors) of sqlite-vec chunks given as (size, validity, rowids, vectors).
+
+    A vec0 table keeps its vectors in chunks of ``size`` slots: a validity bitmap (bit i of
+    byte i // 8, least significant first), the slots' rowids as int64 and their vectors as
+    float32, back to back. Reading a chunk at a time is ~20x faster than a row at a time.
+    """
+    rids: list[npt.NDArray[np.int64]] = []
+    vectors: list[Vector] = []
+    for size, validity, rowids, data in chunks:
+        live = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size]
+        mask = live.astype(np.bool_)
+        rids.append(np.frombuffer(rowids, dtype=np.int64)[:size][mask])
+        vectors.append(np.frombuffer(data, dtype=np.float32).reshape(-1, dimension)[:size][mask])
+    if not rids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dimension), dtype=np.float32)
+    return np.concatenate(rids), np.concatenate(vectors)
