@@ -1,0 +1,83 @@
+"""What `make run` runs (`ledgermind serve --first-token`): a real process that prints where to
+open the page, a first token and how to connect an agent, then answers with that token."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+
+ALICE = "human:alice"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_serve_prints_the_page_a_first_token_and_how_to_connect_an_agent(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {**os.environ, "LEDGERMIND_HOME": str(tmp_path), "LEDGERMIND_PRINCIPAL": ALICE}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ledgermind.adapters.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--first-token",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert server.stdout is not None
+        printed: list[str] = []
+        for line in server.stdout:
+            printed.append(line)
+            if "point the MCP client at" in line:
+                break
+        text = "".join(printed)
+        base = f"http://127.0.0.1:{port}"
+        assert f"review page   {base}/" in text
+        assert f"MCP endpoint  {base}/mcp" in text
+        assert "Connect an agent" in text
+        assert "--principal agent:assistant --on-behalf-of human:alice" in text
+        found = re.search(r"^\s+(lm_t_\S+)$", text, re.MULTILINE)
+        assert found is not None, text
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                me = httpx2.get(
+                    f"{base}/api/me", headers={"Authorization": f"Bearer {found[1]}"}, timeout=2
+                )
+                break
+            except httpx2.HTTPError:
+                assert time.monotonic() < deadline, "the server did not answer"
+                time.sleep(0.1)
+        assert me.status_code == 200
+        assert me.json()["principal"] == ALICE
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stdout is not None:
+            server.stdout.close()
+
+
+def test_the_readme_shows_both_mcp_configurations_and_three_http_calls() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert '"command": "ledgermind"' in readme  # stdio
+    assert '"type": "http", "url": "http://127.0.0.1:8765/mcp"' in readme
+    calls = re.findall(r"^curl .*http://127\.0\.0\.1:8765/api/\S+", readme, re.MULTILINE)
+    calls += re.findall(r"^\s+-d .*http://127\.0\.0\.1:8765/api/\S+", readme, re.MULTILINE)
+    assert len(calls) >= 3, calls
