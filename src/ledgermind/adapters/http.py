@@ -313,6 +313,7 @@ def create_api(
     *,
     lifespan: Lifespan | None = None,
     mcp_path: str = "/mcp",
+    recalls: anyio.CapacityLimiter | None = None,
 ) -> FastAPI:
     """The HTTP API over one facade; ``server.create_app`` adds MCP and the review page."""
     app = FastAPI(
@@ -328,7 +329,7 @@ def create_api(
     app.state.tokens = tokens
     # Searches wait for a recall slot in the event loop, not in a worker thread: threads
     # parked at the facade's gate would leave none for writes (docs/api.md, Concurrency).
-    recalls = anyio.CapacityLimiter(memory.max_concurrent_recalls)
+    recalls = recalls or anyio.CapacityLimiter(memory.max_concurrent_recalls)
 
     @app.exception_handler(LedgermindError)
     async def on_error(_: Request, error: LedgermindError) -> JSONResponse:

@@ -163,8 +163,10 @@ def create_mcp(
     *,
     stdio_grant: Grant | None = None,
     tool_names: ToolNames = "dotted",
+    recalls: anyio.CapacityLimiter | None = None,
 ) -> MCPServer:
-    """The MCP server with ledgermind's tools over one facade."""
+    """The MCP server with ledgermind's tools over one facade; ``recalls`` is the recall
+    limiter it shares with the HTTP API when both are served (``server.create_app``)."""
     server: MCPServer = MCPServer(
         "ledgermind", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
     )
@@ -174,7 +176,7 @@ def create_mcp(
 
     # Recalls wait for a slot here, in the event loop, not in a worker thread: a thread
     # parked at the facade's recall gate is one fewer for the writes (docs/api.md).
-    recalls = anyio.CapacityLimiter(memory.max_concurrent_recalls)
+    recalls = recalls or anyio.CapacityLimiter(memory.max_concurrent_recalls)
 
     async def run(
         ctx: Context,

@@ -186,7 +186,9 @@ def web_root() -> str:
 def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = None) -> ASGIApp:
     """The combined ASGI application over one facade (a new one per server start)."""
     options = options or ServerOptions()
-    mcp = create_mcp(memory, tool_names=options.tool_names)
+    # One recall limiter for both transports: each its own would let twice the slots in.
+    recalls = anyio.CapacityLimiter(memory.max_concurrent_recalls)
+    mcp = create_mcp(memory, tool_names=options.tool_names, recalls=recalls)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH,
         # The Guard checks Host and Origin for the whole application, /mcp included.
@@ -198,7 +200,7 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
         async with mcp.session_manager.run():
             yield
 
-    api = create_api(memory, tokens, lifespan=lifespan, mcp_path=MCP_PATH)
+    api = create_api(memory, tokens, lifespan=lifespan, mcp_path=MCP_PATH, recalls=recalls)
     root = web_root()
     api.mount("/web", StaticFiles(directory=root), name="web")
 
