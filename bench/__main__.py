@@ -9,17 +9,15 @@ BENCHMARKS = ["bench.ledger", "bench.locomo", "bench.scale", "bench.portability"
 
 
 def main() -> int:
-    """Run each benchmark module's ``main()`` that exists, in order."""
+    """Run each benchmark's ``main()`` in order; fails when any of them reports a failure."""
+    failed = []
     for name in BENCHMARKS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
         print(f"== {name}", flush=True)
-        module.main([])
-    return 0
+        if importlib.import_module(name).main([]):
+            failed.append(name)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

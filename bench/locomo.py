@@ -105,7 +105,6 @@ class EvidenceReport:
 
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
-_DIA_ID = re.compile(r"D(\d+):(\d+)")
 
 
 def parse_session_date(value: str) -> str:
@@ -278,7 +277,6 @@ class LedgermindMethod:
     prefix_min_length: int = 5
     depth: int | None = None
     common_share: float | None = None
-    vector_query: str = "question"
     with_speaker: bool = True
 
     def build(self, conversation: Conversation) -> Searcher:
@@ -314,7 +312,7 @@ class _LedgermindSearcher:
             for position, (row, score) in enumerate(self.index.lexical(match, lexical_depth)):
                 fields[row].update(lexical_rank=position + 1, lexical_score=score)
         if self.method.use_vector:
-            vector_text = question if self.method.vector_query == "question" else " ".join(terms)
+            vector_text = question
             for position, (row, score) in enumerate(self.index.vector(vector_text, vector_depth)):
                 fields[row].update(vector_rank=position + 1, vector_score=score)
         candidates = []

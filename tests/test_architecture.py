@@ -42,10 +42,6 @@ EXCEPTIONS = {
 }
 
 
-def _layer(path: Path) -> str:
-    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
-
-
 def _imports(path: Path) -> set[str]:
     """Absolute module names a file imports, at load time or inside functions."""
     names: set[str] = set()

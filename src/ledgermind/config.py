@@ -114,7 +114,7 @@ class Settings:
         )
 
 
-def open_store(location: str | Path, *, dimension: int | None = None) -> Store:
+def open_store(location: str | Path) -> Store:
     """A store for a database URL or path.
 
     ``postgresql://…`` (or ``postgres://…``) opens PostgreSQL — the optional extra
@@ -128,7 +128,7 @@ def open_store(location: str | Path, *, dimension: int | None = None) -> Store:
             raise InvalidInputError(
                 "the PostgreSQL backend needs its extra: pip install 'ledgermind[postgres]'"
             ) from exc
-        return PostgresStore(text, dimension=dimension)
+        return PostgresStore(text)
     if "://" in text and not text.startswith("sqlite:///"):
         raise InvalidInputError(
             f"unsupported database URL {text.split('://')[0]}://…;"

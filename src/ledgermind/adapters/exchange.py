@@ -85,32 +85,13 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
 
 
 def _vectors_for(source: Memory, target: Any, owners: list[str], bar: Any) -> dict[str, Any]:
-    """Embed the copied owners' memories (vectors are not copied: the target makes its own)
-    inside one bulk load, so PostgreSQL builds its index once; a target whose vectors come
-    from another model keeps them (re-embedding would drop every owner's)."""
-    embedder = source.embedder
-    if embedder is None or not owners:
-        return {"embedded": 0}
-    recorded = target.vector_model()
-    if recorded is not None and tuple(recorded) != (embedder.name, embedder.dim):
-        return {
-            "embedded": 0,
-            "note": f"the target's vectors are made by {recorded[0]}; the copied memories"
-            f" were not embedded with {embedder.name}: run `ledgermind reindex` against it",
-        }
+    """The copied owners embedded on the target by the source's model, with a progress bar."""
     from ledgermind.config import memory_over
 
-    copy = memory_over(target, source)
     task = bar.add_task("vectors", total=None)
-    done = 0
-
-    def advance(count: int, total: int) -> None:
-        bar.update(task, completed=done + count)
-
-    with copy.bulk_load():
-        for owner in owners:
-            done += copy.reindex(owner, progress=advance)[owner]
-    return {"embedded": done}
+    return memory_over(target, source).embed_copied(
+        owners, progress=lambda done, _total: bar.update(task, completed=done)
+    )
 
 
 @click.command(name="export")

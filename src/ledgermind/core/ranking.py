@@ -75,17 +75,11 @@ class RankingConfig:
     fusion: Literal["score", "rrf"] = "score"
     lexical_weight: float = 0.5
     vector_weight: float = 0.5
-    vector_normalization: Literal["max", "minmax", "zscore"] = "max"
-    impute_missing_vector: bool = True
+    vector_normalization: Literal["max", "minmax"] = "max"
     rrf_k: int = 60
     neighbour_weight: float = 0.7
     neighbour_span: int = 2
-    neighbour_decay: float = 1.0
-    neighbour_pooling: Literal["max", "sum"] = "max"
-    neighbour_before: float = 1.0
-    neighbour_after: float = 1.0
     session_weight: float = 0.1
-    session_top: int = 1
     when_weight: float = 0.1
     date_weight: float = 0.1
     speaker_weight: float = 0.1
@@ -217,7 +211,7 @@ def _fuse(candidates: Sequence[Candidate], config: RankingConfig) -> dict[str, f
     vector = [c.vector_score for c in candidates if c.vector_score is not None]
     best_lexical = max(lexical, default=0.0)
     normalize_vector = _vector_normalizer(vector, config.vector_normalization)
-    weakest_vector = min(vector) if vector and config.impute_missing_vector else None
+    weakest_vector = min(vector) if vector else None
     fused = {}
     for c in candidates:
         score = 0.0
@@ -239,11 +233,6 @@ def _vector_normalizer(scores: Sequence[float], how: str) -> Callable[[float], f
     high, low = max(scores), min(scores)
     if how == "max":
         return lambda value: max(value, 0.0) / high if high > 0 else 0.0
-    if how == "zscore":
-        mean = sum(scores) / len(scores)
-        spread = high - mean
-        # Height above the candidates' mean, in units of the best one's: 1.0 at the top.
-        return lambda value: max(value - mean, 0.0) / spread if spread > 0 else 1.0
     span = high - low
     return lambda value: (value - low) / span if span > 0 else 1.0
 
@@ -267,22 +256,16 @@ def _neighbour_lift(
     for c in candidates:
         if c.session is None or c.seq is None:
             continue
-        pooled = 0.0
-        for offset in range(1, config.neighbour_span + 1):
-            # Farther turns are weaker evidence of the same exchange.
-            weight = config.neighbour_decay ** (offset - 1)
-            for seq, side in (
-                (c.seq - offset, config.neighbour_before),
-                (c.seq + offset, config.neighbour_after),
-            ):
-                neighbour_score = by_position.get((c.session, seq))
-                if neighbour_score is None:
-                    continue
-                value = weight * side * neighbour_score
-                if config.neighbour_pooling == "sum":
-                    pooled += value
-                else:
-                    pooled = max(pooled, value)
+        # The strongest turn within the span on either side (summing them, or weighting
+        # farther turns less, did worse on LoCoMo: docs/retrieval.md).
+        pooled = max(
+            (
+                by_position.get((c.session, c.seq + offset), 0.0)
+                for span in range(1, config.neighbour_span + 1)
+                for offset in (-span, span)
+            ),
+            default=0.0,
+        )
         if pooled > 0:
             lift[c.memory_id] = config.neighbour_weight * pooled
     return lift
@@ -293,16 +276,13 @@ def _session_lift(
 ) -> dict[str, float]:
     # A session where several memories match is about the question's topic; its other
     # matching memories are likelier answers than an isolated match elsewhere.
-    if not config.session_weight or config.session_top < 1:
+    if not config.session_weight:
         return {}
     by_session: dict[str, list[float]] = {}
     for c in candidates:
         if c.session is not None:
             by_session.setdefault(c.session, []).append(base[c.memory_id])
-    strength = {
-        session: sum(sorted(scores, reverse=True)[: config.session_top]) / config.session_top
-        for session, scores in by_session.items()
-    }
+    strength = {session: max(scores) for session, scores in by_session.items()}
     return {
         c.memory_id: config.session_weight * strength[c.session]
         for c in candidates

@@ -18,9 +18,9 @@ The use cases live in one module each and meet here:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledgermind.core.errors import InvalidInputError
 from ledgermind.service.base import Clock, utc_now
@@ -116,6 +116,34 @@ class Memory(MemoryWrites, MemoryChanges, MemoryRetention, MemoryIntegrity, Memo
         return portability.import_path(
             self, path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
         )
+
+    def embed_copied(
+        self, owners: Sequence[str], *, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Any]:
+        """Embed these owners' memories in one bulk load — after a migration into this store
+        (vectors are not copied: each store makes its own). A store whose vectors come from
+        another model keeps them: re-embedding would switch the model and drop every other
+        owner's. Returns ``{"embedded": n}``, with a ``note`` when nothing could be done."""
+        embedder = self.embedder
+        if embedder is None or not owners:
+            return {"embedded": 0}
+        recorded = self.store.vector_model()
+        if recorded is not None and tuple(recorded) != (embedder.name, embedder.dim):
+            return {
+                "embedded": 0,
+                "note": f"the target's vectors are made by {recorded[0]}; the copied memories"
+                f" were not embedded with {embedder.name}: run `ledgermind reindex` against it",
+            }
+        done = 0
+
+        def advance(count: int, total: int) -> None:
+            if progress is not None:
+                progress(done + count, total)
+
+        with self.bulk_load():
+            for owner in owners:
+                done += self.reindex(owner, progress=advance)[owner]
+        return {"embedded": done}
 
     def handle_checkpoint(
         self,

@@ -10,7 +10,6 @@ memories are read in full.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -23,8 +22,6 @@ from ledgermind.storage.base import MemoryFilter, RecallRow
 if TYPE_CHECKING:
     from ledgermind.embedding import Embedder
     from ledgermind.storage.base import Store
-
-SPEAKER_KEY = "x_speaker"
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -130,7 +127,6 @@ def is_valid_on(row: RecallRow, moment: str) -> bool:
     return row.valid_until is None or _end_of(row.valid_until) >= start
 
 
-_ENTERS = {"proposed": None, "approved": True}
 _LEAVES = frozenset(
     ["rejected", "expired", "forgotten", "superseded", "retrieval_removed", "no_store"]
 )
@@ -237,8 +233,3 @@ def _candidate(row: RecallRow, scores: dict[str, Any], stale: bool) -> Candidate
         stale=stale,
         **scores,
     )
-
-
-def embed_texts(embedder: Embedder, texts: Sequence[str]) -> list[Any]:
-    """Embed in one batch; an empty list for no texts."""
-    return list(embedder.embed(list(texts))) if texts else []

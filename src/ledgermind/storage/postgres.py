@@ -300,11 +300,8 @@ class _Transaction:
 class PostgresStore:
     """The ``Store`` on a PostgreSQL database (``postgresql://…``)."""
 
-    def __init__(
-        self, url: str, *, dimension: int | None = None, compact_after_erase: bool = True
-    ) -> None:
+    def __init__(self, url: str, *, compact_after_erase: bool = True) -> None:
         self.url = url
-        self.dimension = dimension
         self.compact_after_erase = compact_after_erase
         self._local = threading.local()
         self._connections: list[psycopg.Connection[Any]] = []
@@ -312,11 +309,10 @@ class PostgresStore:
         self._iterative_scan: bool | None = None  # known after the first vector query
         self.migrate()
         model = self.vector_model()
-        wanted = dimension if dimension is not None else (model[1] if model else None)
-        if wanted is not None:
-            # Also makes the index a bulk load left out when it stopped before its build;
-            # while another load runs, that load builds it when it ends.
-            self._build_vector_index(wanted, wait=False)
+        if model is not None and not self._has_vector_index(model[1]):
+            # The index a bulk load left out when it stopped before its build; while another
+            # load runs, that load builds it when it ends.
+            self._build_vector_index(model[1], wait=False)
 
     # -- connections and schema ----------------------------------------------------------
 
@@ -374,6 +370,14 @@ class PostgresStore:
                 " ((embedding::vector({})) vector_cosine_ops) WHERE embedding IS NOT NULL"
             ).format(sql.Identifier(name), sql.Literal(dimension))
         )
+
+    def _has_vector_index(self, dimension: int) -> bool:
+        row = (
+            self._connection()
+            .execute("SELECT to_regclass(%s) IS NOT NULL", (f"memories_embedding_{dimension}",))
+            .fetchone()
+        )
+        return bool(row and row[0])
 
     def _build_vector_index(
         self, dimension: int, *, wait: bool, build_memory: str | None = None
@@ -714,7 +718,6 @@ class PostgresStore:
                 " ('embedding_dim', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (name, str(dimension)),
             )
-        self.dimension = dimension
         # An index of another dimension would fail every insert of the new model's vectors.
         stale = db.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'memories'"

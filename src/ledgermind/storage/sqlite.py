@@ -655,7 +655,6 @@ class SQLiteStore:
         self._dimension = dimension
         self._chunks_known = None
         self._vectors.clear()
-        self._erased = True
         self.compact()
 
     def vector_ids(self, owner: str) -> set[str]:
