@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import statistics
 import sys
 import tempfile
@@ -32,13 +31,14 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+from bench.common import markers, record_block
 from ledgermind.config import load_policy
 from ledgermind.core.events import verify_records
 from ledgermind.service.memory import Memory
 from ledgermind.storage.sqlite import SQLiteStore
 
 OWNER = "human:bench"
-START, END = "<!-- bench:ledger:start -->", "<!-- bench:ledger:end -->"
+START, END = markers("ledger")
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 WORDS = ["tea", "jazz", "trains", "novels", "chess", "running", "gardening", "cycling"]
 WORDS += ["rain", "coffee", "maps"]
@@ -217,14 +217,7 @@ def section(args: argparse.Namespace, results: dict[str, float], command: str) -
 
 def record(text_: str, path: Path = DOCS) -> None:
     """Replace (or append) this benchmark's section of docs/benchmarks.md."""
-    current = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
-    if pattern.search(current):
-        current = pattern.sub(lambda _: text_, current)
-    else:
-        current = current.rstrip("\n") + "\n\n" + text_ + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(current, encoding="utf-8")
+    record_block("ledger", text_, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

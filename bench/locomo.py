@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from bench.common import markers, percentile, record_block
 from ledgermind.core.query import (
     candidate_limits,
     content_terms,
@@ -544,14 +545,8 @@ class MethodResult:
             if self.index_seconds
             else None,
             "query_p50_ms": round(statistics.median(self.query_ms), 3),
-            "query_p95_ms": round(_percentile(self.query_ms, 95), 3),
+            "query_p95_ms": round(percentile(self.query_ms, 0.95), 3),
         }
-
-
-def _percentile(values: Sequence[float], percent: float) -> float:
-    ordered = sorted(values)
-    position = min(len(ordered) - 1, max(0, round(percent / 100 * len(ordered)) - 1))
-    return ordered[position]
 
 
 def _session_of(dia_id: str) -> str:
@@ -749,7 +744,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-DOC_START, DOC_END = "<!-- bench:locomo:start -->", "<!-- bench:locomo:end -->"
+DOC_START, DOC_END = markers("locomo")
 
 
 def record_section(
@@ -800,13 +795,7 @@ def record_section(
         f"Command: `{command}`",
         DOC_END,
     ]
-    block = "\n".join(lines)
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if DOC_START in text and DOC_END in text:
-        text = text[: text.index(DOC_START)] + block + text[text.index(DOC_END) + len(DOC_END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    record_block("locomo", "\n".join(lines), path)
 
 
 class _Progress:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -19,13 +18,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.common import markers, record_block
 from ledgermind.config import load_policy
 from ledgermind.service import portability
 from ledgermind.service.memory import Memory
 from ledgermind.storage.sqlite import SQLiteStore
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-START, END = "<!-- bench:portability:start -->", "<!-- bench:portability:end -->"
+START, END = markers("portability")
 OWNER = "human:alice"
 
 
@@ -124,14 +124,7 @@ def main(argv: list[str]) -> int:
             END,
         ]
     )
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        text = re.sub(
-            re.escape(START) + r".*?" + re.escape(END), lambda _: section, text, flags=re.S
-        )
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text, encoding="utf-8")
+    record_block("portability", section, DOC)
     return 0
 
 

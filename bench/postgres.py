@@ -21,6 +21,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench.common import markers, record_block
 from ledgermind.config import load_policy
 from ledgermind.core.events import verify_records
 from ledgermind.service.memory import Memory
@@ -307,16 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def replace_section(name: str, body: str, path: Path = DOC) -> None:
-    """Put ``body`` between the ``bench:NAME`` markers of docs/benchmarks.md (appended if new)."""
-    start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
+def replace_section(name: str, body: str) -> None:
+    """Put ``body`` between the ``bench:NAME`` markers of docs/benchmarks.md, and print it."""
+    start, end = markers(name)
     block = f"{start}\n{body}\n{end}"
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    record_block(name, block, DOC)
     print(block, flush=True)
 
 

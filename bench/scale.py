@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.common import markers, record_block
 from ledgermind.config import load_policy
 from ledgermind.core.query import STOPWORDS
 from ledgermind.embedding import DEFAULT_MODEL, MODELS_DIR, StaticEmbedder
@@ -50,7 +51,7 @@ from ledgermind.storage.base import Store
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 DOCS = REPO / "docs" / "benchmarks.md"
-START, END = "<!-- bench:scale:start -->", "<!-- bench:scale:end -->"
+START, END = markers("scale")
 OWNER = "human:scale"
 BATCH = 1000
 QUERIES = 200
@@ -294,13 +295,7 @@ def _build(record: dict[str, Any]) -> str:
 
 def record(records: Sequence[dict[str, Any]], path: Path = DOCS) -> None:
     """Replace (or append) the bench:scale section of docs/benchmarks.md."""
-    block = section(records)
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    record_block("scale", section(records), path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

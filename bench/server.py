@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import os
 import platform
-import re
 import socket
 import statistics
 import subprocess
@@ -29,9 +28,10 @@ from pathlib import Path
 
 import httpx2
 
+from bench.common import DOCS, markers, percentile, record_block
+
 OWNER = "human:bench"
-START, END = "<!-- bench:server:start -->", "<!-- bench:server:end -->"
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+START, END = markers("server")
 TOPICS = ["tea", "running", "trains", "jazz", "novels", "gardening", "chess", "cycling"]
 
 
@@ -57,14 +57,6 @@ class LoadResult:
     def correct(self) -> bool:
         """No error, every acknowledged write is one ledger entry, the chain verifies."""
         return not self.errors and self.acknowledged == self.entries and self.chain_ok
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-quantile (0..1) by nearest rank."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
 async def _client(
@@ -182,14 +174,7 @@ def render(result: LoadResult, command: str) -> str:
 
 def record(section: str, path: Path = DOCS) -> None:
     """Replace (or append) the bench:server section of docs/benchmarks.md."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section, text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    record_block("server", section, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
