@@ -412,10 +412,10 @@ def test_a_batch_the_store_refuses_is_written_again_item_by_item(
     memory = fresh()
     real = memory._write_plan
 
-    def refuse_two(tx: Any, plan: Any) -> Any:
+    def refuse_two(tx: Any, plan: Any, vectors: Any = None) -> Any:
         if plan.content == "two":
             raise ConflictError("refused by the store")
-        return real(tx, plan)
+        return real(tx, plan, vectors)
 
     monkeypatch.setattr(memory, "_write_plan", refuse_two)
     report = portability.ImportReport("test", "import", OWNER)

@@ -389,9 +389,11 @@ def _write_batch(
 ) -> list[str]:
     """Write planned items in one transaction: each is its entry (and its hide) or nothing."""
     created: list[str] = []
+    # Embedded in one batch before the chain is held, as remember_many does.
+    vectors = memory._plan_vectors([plan for _, plan in planned])
     with memory._writing(owner) as tx:
         for item, plan in planned:
-            result = memory._write_plan(tx, plan)
+            result = memory._write_plan(tx, plan, vectors)
             if item.hidden:
                 hide = Event("hide", result.id, memory.principal, texts={"note": HIDDEN_NOTE})
                 memory._commit(
