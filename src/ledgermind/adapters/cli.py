@@ -23,16 +23,17 @@ from ledgermind.adapters.console import (
     EXIT_OK,
     Context,
     emit,
-    err_console,
     fail,
     handled,
     json_option,
     out_console,
+    progress_bar,
     with_json,
 )
 from ledgermind.adapters.exchange import checkpoint, export_command, import_command, migrate
 from ledgermind.config import Settings
 from ledgermind.core.errors import LedgermindError
+from ledgermind.core.ranking import ADDITIVE_ADJUSTMENTS
 from ledgermind.core.records import CHANNELS, KINDS, STATUSES, TOPICS
 from ledgermind.core.records import Memory as MemoryRecord
 from ledgermind.service.memory import MemoryFilter
@@ -503,13 +504,10 @@ def _why(why: dict[str, Any]) -> str:
         if why.get(f"{name}_rank") is not None:
             parts.append(f"{name} #{why[f'{name}_rank']}")
     parts += [
-        f"{k} {v:+.2f}" if k in _LIFTS else f"{k} x{v:.2f}"
+        f"{k} {v:+.2f}" if k in ADDITIVE_ADJUSTMENTS else f"{k} x{v:.2f}"
         for k, v in why.get("adjustments", {}).items()
     ]
     return ", ".join(parts)
-
-
-_LIFTS = frozenset(["neighbours", "session", "when", "date", "speaker"])
 
 
 @cli.command()
@@ -518,14 +516,9 @@ _LIFTS = frozenset(["neighbours", "session", "when", "date", "speaker"])
 @click.pass_obj
 def reindex(obj: Context, owner: str | None, as_json: bool) -> None:
     """Recompute the vector of every retrievable memory (after changing the embedding model)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     ctx = with_json(obj, as_json)
     with handled(ctx):
-        columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
-        with Progress(
-            *columns, TimeRemainingColumn(), console=err_console, disable=ctx.as_json
-        ) as bar:
+        with progress_bar(ctx) as bar:
             task = bar.add_task("embedding", total=None)
 
             def advance(done: int, total: int) -> None:

@@ -11,10 +11,13 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 from ledgermind.config import Settings, build_memory
 from ledgermind.core.errors import (
@@ -87,6 +90,14 @@ def fail(error: LedgermindError, as_json: bool) -> NoReturn:
     else:
         err_console.print(f"[bold red]error:[/] {error.message}", highlight=False)
     sys.exit(code)
+
+
+def progress_bar(ctx: Context) -> Progress:
+    """A progress bar on stderr (silent with --json): what, a bar, done/total, time left."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeRemainingColumn(), console=err_console, disable=ctx.as_json)
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from ledgermind.adapters.console import (
     handled,
     json_option,
     out_console,
+    progress_bar,
     with_json,
 )
 
@@ -42,19 +43,14 @@ from ledgermind.adapters.console import (
 @click.pass_obj
 def migrate(obj: Context, destination: str, as_json: bool) -> None:
     """Copy every owner's ledger and projection to another database, then verify the copy."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     from ledgermind.config import open_store
     from ledgermind.service.migration import migrate as migrate_ledgers
 
     ctx = with_json(obj, as_json)
     with handled(ctx):
         target = open_store(destination)
-        columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
         try:
-            with Progress(
-                *columns, TimeRemainingColumn(), console=err_console, disable=ctx.as_json
-            ) as bar:
+            with progress_bar(ctx) as bar:
                 tasks: dict[str, Any] = {}
 
                 def advance(owner: str, done: int, total: int) -> None:

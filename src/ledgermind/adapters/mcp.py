@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from ledgermind.core.access import Grant
 from ledgermind.core.errors import AuthenticationError, LedgermindError
-from ledgermind.core.records import Kind, Topic
+from ledgermind.core.records import Kind, Status, Topic
 from ledgermind.core.records import Memory as MemoryRecord
 from ledgermind.service.memory import Memory
 from ledgermind.service.scoped import ScopedMemory
@@ -260,8 +260,7 @@ def create_mcp(
     @server.tool(name=name("memory.list"))
     async def memory_list(
         ctx: Context,
-        status: Literal["proposed", "active", "rejected", "expired", "forgotten", "no_store"]
-        | None = None,
+        status: Status | None = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 50,
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> Annotated[CallToolResult, ListResult]:

@@ -35,6 +35,7 @@ from typing import Literal
 from ledgermind.core.query import QueryAnalysis, analyze_query, has_time_expression, tokenize
 
 __all__ = [
+    "ADDITIVE_ADJUSTMENTS",
     "DEFAULT_RANKING",
     "Candidate",
     "Explanation",
@@ -91,6 +92,9 @@ class RankingConfig:
 
 
 DEFAULT_RANKING = RankingConfig()
+
+ADDITIVE_ADJUSTMENTS = frozenset(["neighbours", "session", "when", "date", "speaker"])
+"""The adjustments :func:`rank` adds to the score; the others (lifecycle) multiply it."""
 
 
 @dataclass(frozen=True, slots=True)
