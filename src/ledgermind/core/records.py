@@ -254,6 +254,11 @@ class Memory:
     entry_hash: str = ""
     seq: int = 0
 
+    @property
+    def searchable(self) -> bool:
+        """Active, retrievable and with text: recall may return it, so it has a vector."""
+        return self.status == "active" and self.retrievable and bool(self.content)
+
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (the projection's comparable form)."""
         out: dict[str, Any] = {}

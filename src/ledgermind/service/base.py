@@ -62,11 +62,6 @@ def parse_time(value: str) -> datetime:
     return parse_utc(value)
 
 
-def _live(memory: MemoryRecord) -> bool:
-    """Whether a memory is searched and so has a vector."""
-    return memory.status == "active" and memory.retrievable and bool(memory.content)
-
-
 class MemoryBase:
     """The facade's state, the checks every use case shares, and the verified write path."""
 
@@ -255,13 +250,13 @@ class MemoryBase:
                 touched[old.id] = old
         # A memory that was live with the same text keeps its stored vector (``put`` without
         # one keeps it): an export or a tag touches every memory and must not re-embed them.
-        embedded_as = {k: memory_text(m) for k, m in touched.items() if _live(m)}
+        embedded_as = {k: memory_text(m) for k, m in touched.items() if m.searchable}
         lifecycle.apply(touched, Record(seq, entry, meta_text, event.texts), tx.owner)
         given = vectors or {}
         live = [
             m
             for m in touched.values()
-            if _live(m) and m.id not in given and embedded_as.get(m.id) != memory_text(m)
+            if m.searchable and m.id not in given and embedded_as.get(m.id) != memory_text(m)
         ]
         embedded = self._embed([memory_text(m) for m in live])
         computed = dict(zip((m.id for m in live), embedded, strict=False))

@@ -33,6 +33,7 @@ from ledgermind.core.errors import InvalidInputError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
+from ledgermind.storage.rows import TOKEN_COLUMNS, fts_body, memory_doc, recall_row, token_record
 
 TEXT_SEARCH_CONFIG = "english"
 # Tables that hold erasable text; compact() rewrites them after an erasure.
@@ -79,14 +80,6 @@ def tsquery_text(terms: Sequence[tuple[str, bool]]) -> str:
     return " | ".join(parts)
 
 
-def _doc(memory: Memory) -> str:
-    return json.dumps(memory.to_dict(), ensure_ascii=False, separators=(",", ":"))
-
-
-def _body(memory: Memory) -> str:
-    return " ".join(part for part in (memory.title, memory.content, " ".join(memory.tags)) if part)
-
-
 def _texts(texts: Mapping[str, str]) -> str | None:
     return json.dumps(dict(texts), ensure_ascii=False) if texts else None
 
@@ -126,8 +119,8 @@ _UPSERT_MEMORY = (
 
 def _memory_row(memory: Memory, embedding: Sequence[float] | None) -> dict[str, Any]:
     """The parameters of ``_UPSERT_MEMORY`` for one memory."""
-    body = _body(memory)
-    live = memory.status == "active" and memory.retrievable and bool(memory.content)
+    body = fts_body(memory)
+    live = memory.searchable
     return {
         "owner": memory.owner,
         "id": memory.id,
@@ -141,7 +134,7 @@ def _memory_row(memory: Memory, embedding: Sequence[float] | None) -> dict[str, 
         "seq": memory.seq,
         "updated_at": memory.updated_at,
         "digest": sha256_hex(body),
-        "doc": _doc(memory),
+        "doc": memory_doc(memory),
         "config": TEXT_SEARCH_CONFIG,
         "body": body,
         "vector": None if embedding is None or not live else _vector(embedding),
@@ -749,28 +742,7 @@ class PostgresStore:
             " d->'ttl'->>'expires_at', (d->'ttl'->>'decay_days')::int FROM m",
             (owner, list(ids)),
         )
-        out = {}
-        for r in rows:
-            out[str(r[0])] = RecallRow(
-                memory_id=str(r[0]),
-                seq=int(r[1]),
-                updated_at=r[2],
-                text=" ".join(part for part in (r[3], r[4]) if part),
-                created_at=r[5],
-                recorded_at=r[6],
-                session=r[7],
-                speaker=r[8],
-                importance=r[9],
-                confidence=r[10],
-                lifecycle=r[11] or "active",
-                valid_from=r[12],
-                valid_until=r[13],
-                expires=r[14],
-                ttl_policy=r[15] or "never",
-                ttl_expires_at=r[16],
-                ttl_decay_days=r[17],
-            )
-        return out
+        return {row.memory_id: row for row in map(recall_row, rows)}
 
     def vector(
         self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
@@ -812,24 +784,11 @@ class PostgresStore:
 
     # -- bearer tokens (hashed; see core.access) ------------------------------------------
 
-    _TOKEN_COLUMNS = sql.SQL(
-        "id, secret_hash, principal, on_behalf_of, scopes, created_at, expires_at, revoked_at,"
-        " label"
-    )
+    _TOKEN_COLUMNS = sql.SQL(TOKEN_COLUMNS)
 
     @staticmethod
     def _token(row: Sequence[Any]) -> TokenRecord:
-        return TokenRecord(
-            token_id=row[0],
-            secret_hash=row[1],
-            principal=row[2],
-            on_behalf_of=row[3],
-            scopes=tuple(row[4]),
-            created_at=row[5],
-            expires_at=row[6],
-            revoked_at=row[7],
-            label=row[8],
-        )
+        return token_record(row, row[4])
 
     def put_token(self, record: TokenRecord) -> None:
         """Keep a new token record (hash only)."""

@@ -24,6 +24,7 @@ from ledgermind.core.errors import IntegrityError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
+from ledgermind.storage.rows import TOKEN_COLUMNS, fts_body, memory_doc, recall_row, token_record
 from ledgermind.storage.vectors import (
     CachedVectors,
     VectorCache,
@@ -104,19 +105,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
 
 # Rows are read in bulk when a chain is verified; stored JSON has no surrounding blanks.
 _decode = json.JSONDecoder().raw_decode
-
-
-def _memory_doc(memory: Memory) -> str:
-    return json.dumps(memory.to_dict(), ensure_ascii=False, separators=(",", ":"))
-
-
-def _fts_body(memory: Memory) -> str:
-    return " ".join(part for part in (memory.title, memory.content, " ".join(memory.tags)) if part)
-
-
-def _live(memory: Memory) -> bool:
-    """Whether a memory may have a vector: active, retrievable and with text."""
-    return memory.status == "active" and memory.retrievable and bool(memory.content)
 
 
 # The vec0 KNN query reads at most this many neighbours (sqlite-vec's own limit).
@@ -422,7 +410,7 @@ class SQLiteStore:
             memory.sensitivity,
             memory.seq,
             memory.updated_at,
-            _memory_doc(memory),
+            memory_doc(memory),
         )
         if row is None:
             cursor = db.execute(
@@ -439,12 +427,12 @@ class SQLiteStore:
                 (*values, rid),
             )
             db.execute("DELETE FROM memory_fts WHERE rowid = ?", (rid,))
-        body = _fts_body(memory)
+        body = fts_body(memory)
         if body:
             db.execute("INSERT INTO memory_fts (rowid, body) VALUES (?, ?)", (rid, body))
         if self._dimension is None:
             return
-        live = _live(memory)
+        live = memory.searchable
         if embedding is not None and live:
             vector = as_vector(embedding, self._dimension)
             if row is not None:
@@ -774,49 +762,16 @@ class SQLiteStore:
             )
             .fetchone()[0]
         )
-        out = {}
-        for r in json.loads(packed):
-            out[r[0]] = RecallRow(
-                memory_id=r[0],
-                seq=int(r[1]),
-                updated_at=r[2],
-                text=" ".join(part for part in (r[3], r[4]) if part),
-                created_at=r[5],
-                recorded_at=r[6],
-                session=r[7],
-                speaker=r[8] if isinstance(r[8], str) else None,
-                importance=r[9],
-                confidence=r[10],
-                lifecycle=r[11] or "active",
-                valid_from=r[12],
-                valid_until=r[13],
-                expires=r[14],
-                ttl_policy=r[15] or "never",
-                ttl_expires_at=r[16],
-                ttl_decay_days=r[17],
-            )
-        return out
+        rows = (recall_row(r) for r in json.loads(packed))
+        return {row.memory_id: row for row in rows}
 
     # -- bearer tokens -------------------------------------------------------------------
 
-    _TOKEN_COLUMNS = (
-        "id, secret_hash, principal, on_behalf_of, scopes, created_at, expires_at, revoked_at,"
-        " label"
-    )
+    _TOKEN_COLUMNS = TOKEN_COLUMNS
 
     @staticmethod
     def _token(row: Any) -> TokenRecord:
-        return TokenRecord(
-            token_id=row[0],
-            secret_hash=row[1],
-            principal=row[2],
-            on_behalf_of=row[3],
-            scopes=tuple(json.loads(row[4])),
-            created_at=row[5],
-            expires_at=row[6],
-            revoked_at=row[7],
-            label=row[8],
-        )
+        return token_record(row, json.loads(row[4]))
 
     def put_token(self, record: TokenRecord) -> None:
         """Keep a new token record (hash only)."""
