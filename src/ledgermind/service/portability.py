@@ -258,15 +258,19 @@ def export_audited(memory: Memory, fmt: str, *, owner: str, actor: str) -> Expor
     """An owner's ledger (personaxis) or memories (HUX) as bytes, for a caller: the export
     event names ``actor`` and is appended before the bytes are handed over (a served export
     that cannot be audited is not served)."""
-    if fmt not in ("personaxis", "hux", "hux-jsonl"):
-        raise InvalidInputError(
-            f"unknown export format {fmt!r}; use personaxis or hux", field="format"
-        )
-    ids = tuple(sorted(memory.store.projection(owner)))
-    data, count = memory.export(fmt, owner=owner)
-    result = ExportResult(fmt, data, count)
+    result, ids = _flat(memory, fmt, owner)
     record_export(memory, result, owner=owner, memory_ids=ids, actor=actor)
     return result
+
+
+def _flat(
+    memory: Memory, fmt: str, whose: str, *, lines: bool = False
+) -> tuple[ExportResult, tuple[str, ...]]:
+    """A personaxis or HUX export (HUX as JSON Lines with ``lines``) and the memory ids it
+    speaks for; an unknown format is refused by ``Memory.export``."""
+    ids = tuple(sorted(memory.store.projection(whose)))
+    data, count = memory.export("hux-jsonl" if lines else fmt, owner=whose)
+    return ExportResult(fmt, data, count), ids
 
 
 def export_to(
@@ -293,9 +297,7 @@ def export_to(
         result, ids = _archive(memory, whose, at, container)
     elif fmt in ("personaxis", "hux", "hux-jsonl"):
         lines = fmt == "hux-jsonl" or (fmt == "hux" and output.suffix == ".jsonl")
-        ids = tuple(sorted(memory.store.projection(whose)))
-        data, count = memory.export("hux-jsonl" if lines else fmt, owner=whose)
-        result = ExportResult(fmt, data, count)
+        result, ids = _flat(memory, fmt, whose, lines=lines)
     else:
         raise InvalidInputError(
             f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}", field="format"

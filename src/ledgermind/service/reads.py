@@ -47,12 +47,7 @@ class MemoryReads(MemoryBase):
         if isinstance(query, str):
             query = Query(text=query, **options)
         text = check.text(query.text, "query", max_chars=2000)
-        if (
-            not isinstance(query.limit, int)
-            or isinstance(query.limit, bool)
-            or not 1 <= query.limit <= 1000
-        ):
-            raise InvalidInputError("limit must be a whole number from 1 to 1000", field="limit")
+        check.whole_number(query.limit, 1, 1000, "limit")
         whose = self._owner(query.owner, self.principal)
         if query.valid_on is not None:
             check.date_or_time(query.valid_on, "valid_on")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ledgermind.core.access import EXPORT, READ, WRITE, Grant
-from ledgermind.core.errors import InvalidInputError, NotFoundError
+from ledgermind.core.errors import NotFoundError
 from ledgermind.core.records import KINDS, STATUSES
 from ledgermind.core.records import Memory as MemoryRecord
 from ledgermind.service import validation as check
@@ -98,8 +98,8 @@ class ScopedMemory:
             check.choice(status, STATUSES, "status")
         for kind in kinds or ():
             check.choice(kind, KINDS, "kind")
-        _bounded(limit, 1, MAX_LIST, "limit")
-        _bounded(offset, 0, 1_000_000, "offset")
+        check.whole_number(limit, 1, MAX_LIST, "limit")
+        check.whole_number(offset, 0, 1_000_000, "offset")
         flt = MemoryFilter(
             statuses=statuses or None,
             kinds=kinds or None,
@@ -118,7 +118,7 @@ class ScopedMemory:
         self.grant.require(READ, "search memories")
         for kind in kinds or ():
             check.choice(kind, KINDS, "kind")
-        _bounded(limit, 1, 100, "limit")
+        check.whole_number(limit, 1, 100, "limit")
         query = Query(
             text=text,
             owner=self.owner,
@@ -131,7 +131,7 @@ class ScopedMemory:
     def brief(self, task: str, *, budget_chars: int = 2000) -> Brief:
         """The most relevant active memories for a task, as lines, within ``budget_chars``."""
         self.grant.require(READ, "read a context brief")
-        _bounded(budget_chars, 100, MAX_BRIEF_CHARS, "budget_chars")
+        check.whole_number(budget_chars, 100, MAX_BRIEF_CHARS, "budget_chars")
         hits = [h.memory for h in self.search(task, limit=50)]
         seen = {m.id for m in hits}
         recent = self._memory.memories(
@@ -159,8 +159,8 @@ class ScopedMemory:
         self.grant.require(READ, "read the audit trail")
         if memory_id is not None:
             return [item.to_json() for item in self._visible(memory_id).audit]
-        _bounded(start, 0, 10**9, "start")
-        _bounded(limit, 1, 1000, "limit")
+        check.whole_number(start, 0, 10**9, "start")
+        check.whole_number(limit, 1, 1000, "limit")
         out: list[dict[str, Any]] = []
         for record in self._memory.log(self.owner, start=start):
             event = record.decode()
@@ -284,9 +284,3 @@ class ScopedMemory:
             return action()
         except NotFoundError:
             raise not_found(memory_id) from None
-
-
-def _bounded(value: object, low: int, high: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidInputError(f"{name} must be a whole number from {low} to {high}", field=name)
-    return value

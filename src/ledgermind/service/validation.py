@@ -209,6 +209,13 @@ def identifier(value: object, field: str = "id") -> str:
     return value
 
 
+def whole_number(value: object, low: int, high: int, field: str) -> int:
+    """An int (not a bool) from ``low`` to ``high``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInputError(f"{field} must be a whole number from {low} to {high}", field=field)
+    return value
+
+
 def choice(value: object, choices: tuple[str, ...], field: str) -> str:
     """One of a fixed set of words."""
     return check_choice(value, choices, field)
