@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ledgermind.config import load_policy
+from ledgermind.embedding import HashingEmbedder
 from ledgermind.service.memory import Memory
 from ledgermind.storage.base import Store
 from ledgermind.storage.postgres import PostgresStore
@@ -29,6 +30,20 @@ class StepClock:
     def __call__(self) -> datetime:
         self.now += timedelta(milliseconds=1)
         return self.now
+
+
+def vector_facade(
+    store: Store, *, principal: str = "human:alice", clock: StepClock | None = None
+) -> Memory:
+    """The facade over ``store`` with the default policy, a step clock and the hashing
+    embedder (64 dimensions, no model files): what the vector tests build."""
+    return Memory(
+        store,
+        policy=load_policy(None),
+        principal=principal,
+        clock=clock or StepClock(),
+        embedder=HashingEmbedder(),
+    )
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from ledgermind.embedding import HashingEmbedder
 from ledgermind.service.memory import Memory
 from ledgermind.service.recall import Query
 from ledgermind.storage.sqlite import SQLiteStore
-from tests.conftest import StepClock
+from tests.conftest import StepClock, vector_facade
 
 ALICE = "human:alice"
 
@@ -26,9 +26,7 @@ ALICE = "human:alice"
 @pytest.fixture
 def mind(home: Path, clock: StepClock) -> Iterator[Memory]:
     store = SQLiteStore(home / "ledgermind.db")
-    with Memory(
-        store, policy=load_policy(None), principal=ALICE, clock=clock, embedder=HashingEmbedder()
-    ) as m:
+    with vector_facade(store, principal=ALICE, clock=clock) as m:
         yield m
 
 
@@ -232,13 +230,7 @@ def test_a_memorys_own_exact_text_ranks_first(
 ) -> None:
     home = tmp_path_factory.mktemp("prop")
     store = SQLiteStore(home / "ledgermind.db")
-    with Memory(
-        store,
-        policy=load_policy(None),
-        principal=ALICE,
-        clock=StepClock(),
-        embedder=HashingEmbedder(),
-    ) as mind:
+    with vector_facade(store, principal=ALICE) as mind:
         written = mind.remember_many(corpus)
         target = written[pick % len(written)]
         text = corpus[pick % len(written)]

@@ -22,7 +22,7 @@ from ledgermind.service.memory import Memory
 from ledgermind.service.recall import fts_match
 from ledgermind.storage.base import MemoryFilter, Store, Tip
 from ledgermind.storage.postgres import PostgresStore
-from tests.conftest import StepClock
+from tests.conftest import StepClock, vector_facade
 
 ALICE, BOB = "human:alice", "human:bob"
 
@@ -288,16 +288,6 @@ def test_tokens_are_kept_listed_and_revoked(any_store: Store) -> None:
     revoked = any_store.token("tok_a")
     assert revoked is not None
     assert revoked.revoked_at == "2026-11-29T11:00:00.000Z"
-
-
-def vector_facade(store: Store) -> Memory:
-    return Memory(
-        store,
-        policy=load_policy(None),
-        principal=ALICE,
-        clock=StepClock(),
-        embedder=HashingEmbedder(),
-    )
 
 
 def test_vector_search_finds_the_nearest_and_honours_filters(any_store: Store) -> None:

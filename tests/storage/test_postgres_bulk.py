@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledgermind.config import load_policy
-from ledgermind.embedding import HashingEmbedder
-from ledgermind.service.memory import Memory
 from ledgermind.storage.postgres import PostgresStore
-from tests.conftest import StepClock
+from tests.conftest import vector_facade
 
 INDEX = "memories_embedding_64"
 
@@ -20,19 +17,9 @@ def _indexes(store: PostgresStore) -> set[str]:
     return {str(r[0]) for r in rows}
 
 
-def _memory(store: PostgresStore) -> Memory:
-    return Memory(
-        store,
-        policy=load_policy(None),
-        principal="human:alice",
-        clock=StepClock(),
-        embedder=HashingEmbedder(),
-    )
-
-
 def test_the_vector_index_is_dropped_for_the_load_and_built_once_after(pg_url: str) -> None:
     store = PostgresStore(pg_url)
-    memory = _memory(store)
+    memory = vector_facade(store)
     try:
         with memory.bulk_load():
             assert INDEX not in _indexes(store)
@@ -44,7 +31,7 @@ def test_the_vector_index_is_dropped_for_the_load_and_built_once_after(pg_url: s
 
 def test_opening_the_store_rebuilds_an_index_a_stopped_load_left_out(pg_url: str) -> None:
     store = PostgresStore(pg_url)
-    memory = _memory(store)
+    memory = vector_facade(store)
     memory.remember("first")
     store._connection().execute(f"DROP INDEX {INDEX}")  # as a load killed mid-way leaves it
     memory.close()
@@ -57,7 +44,7 @@ def test_opening_the_store_rebuilds_an_index_a_stopped_load_left_out(pg_url: str
 
 def test_the_index_is_rebuilt_when_the_loads_body_fails(pg_url: str) -> None:
     store = PostgresStore(pg_url)
-    memory = _memory(store)
+    memory = vector_facade(store)
     try:
         memory.remember("first")
         # The body's error comes out, not one of the rebuild's.

@@ -6,12 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ledgermind.config import load_policy
-from ledgermind.embedding import HashingEmbedder
-from ledgermind.service.memory import Memory
 from ledgermind.storage.sqlite import SQLiteStore
 from ledgermind.storage.vectors import VectorCache
-from tests.conftest import StepClock
+from tests.conftest import vector_facade
 
 
 def _rows(count: int, dimension: int, seed: int) -> list[tuple[int, bytes]]:
@@ -82,13 +79,7 @@ def test_an_owner_over_half_the_budget_stays_cached_after_a_write() -> None:
 
 def test_vec0_chunks_read_directly_hold_the_same_vectors_as_its_rows(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "l.db")
-    memory = Memory(
-        store,
-        policy=load_policy(None),
-        principal="human:alice",
-        clock=StepClock(),
-        embedder=HashingEmbedder(),
-    )
+    memory = vector_facade(store)
     try:
         made = memory.remember_many([f"note {i} about item {i % 17}" for i in range(2500)])
         memory.remember_many([f"bob {i}" for i in range(700)], owner="human:bob", actor="human:bob")
