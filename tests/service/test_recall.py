@@ -133,6 +133,19 @@ def test_as_of_answers_as_the_ledger_stood_then(mind: Memory, clock: StepClock) 
         mind.recall(Query(text="boat", as_of="2026-07-03"))
 
 
+def test_as_of_keeps_an_admitted_proposal_out_until_its_approval(
+    mind: Memory, clock: StepClock
+) -> None:
+    # The default policy writes a person's own memories automatically; an admitted page
+    # that was still proposed where it came from is not active until approved here.
+    proposal = mind.admit("the kettle is copper", owner=ALICE, status="proposed")
+    before = clock().strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    mind.approve(proposal.id)
+    after = clock().strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    assert ids(mind, "kettle copper", as_of=before) == []
+    assert ids(mind, "kettle copper", as_of=after) == [proposal.id]
+
+
 def test_filters_by_kind_scope_partition_and_tags(mind: Memory) -> None:
     pref = mind.remember("I prefer oolong", kind="preference", tags=["drinks"])
     work = mind.remember("oolong for the team", scope="project:alpha", partition="work")

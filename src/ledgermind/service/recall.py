@@ -140,7 +140,9 @@ def was_retrievable_at(memory: Memory, moment: datetime) -> bool:
     """
     if _parse(memory.created_at) > moment:
         return False
-    active = memory.approval_mode == "automatic" or memory.channel == "foreign"
+    # The trail says when it became active: an automatic write or an import is approved in
+    # its creating entry; a proposal (however the policy is set) when a person approves it.
+    active = False
     for item in memory.audit:
         if _parse(item.at) > moment:
             break
