@@ -16,6 +16,7 @@ import os
 import platform
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -291,18 +292,15 @@ def main(argv: list[str] | None = None) -> int:
         for line in throughput_lines(rounds, "(not recorded)", setup) if rounds else []:
             print(line)
         return 0
+    # Each part records the command as it was typed (a part given 0 was skipped by it).
+    command = " ".join(["python -m bench.postgres", *(argv if argv is not None else sys.argv[1:])])
     if rounds:
-        command = (
-            f"python -m bench.postgres --processes {args.processes} --writes {args.writes}"
-            f" --rounds {args.rounds} --scale 0 --migrate 0"
-        )
         replace_section("postgres-writes", "\n".join(throughput_lines(rounds, command, setup)))
-    for name, title, rows, flag in (
-        ("postgres-scale", "scale", scaled, f"--scale {args.scale}"),
-        ("postgres-migrate", "migration", moved, f"--migrate {args.migrate}"),
+    for name, title, rows in (
+        ("postgres-scale", "scale", scaled),
+        ("postgres-migrate", "migration", moved),
     ):
         if rows:
-            command = f"python -m bench.postgres --writes 0 {flag}"
             lines = [setup, "", f"Command: `{command}`", *_table(title, rows)]
             replace_section(name, "\n".join(lines))
     return 0
