@@ -9,6 +9,7 @@ from ledgermind.core.errors import (
     LedgermindError,
     NotFoundError,
     PolicyDeniedError,
+    StaleTipError,
     StorageError,
 )
 from ledgermind.core.records import Memory as MemoryRecord
@@ -31,6 +32,7 @@ __all__ = [
     "Query",
     "RecallHit",
     "Scope",
+    "StaleTipError",
     "StorageError",
     "WriteResult",
 ]

@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 
 from ledgermind.config import load_policy
-from ledgermind.core.chain import REDACTED_MARKER, make_entry, redact_entry, verify
+from ledgermind.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, verify
 from ledgermind.core.checkpoints import StoredReply
-from ledgermind.core.errors import InvalidInputError, StorageError
+from ledgermind.core.errors import InvalidInputError, StaleTipError, StorageError
 from ledgermind.core.events import Record, verify_records
+from ledgermind.core.records import Memory as MemoryRecord
 from ledgermind.embedding import HashingEmbedder
 from ledgermind.service.memory import Memory
 from ledgermind.service.recall import fts_match
-from ledgermind.storage.base import MemoryFilter, Store, Tip
+from ledgermind.storage.base import MemoryFilter, Store, Tip, Transaction
 from ledgermind.storage.postgres import PostgresStore
 from tests.conftest import StepClock, vector_facade
 
@@ -454,3 +455,83 @@ def test_dropping_no_checkpoint_reply_reports_none(any_store: Store) -> None:
     append_plain(any_store, ALICE, "kept")
     with any_store.write(ALICE) as tx:
         assert tx.drop_replies(b"nothing-matches-this") == 0
+
+
+def append_on(tx: Transaction, content: str) -> int:
+    entry = make_entry(
+        ts="2026-11-29T10:00:00.000Z",
+        content=content,
+        source="user",
+        tags=(),
+        prev_hash=tx.tip().head,
+    )
+    return tx.append(entry, None, {})
+
+
+def _create(store: Store, expect: Tip | None, template: MemoryRecord, memory_id: str) -> Entry:
+    """One entry creating one memory under a minted id, as ``remember`` writes it."""
+    with store.write(ALICE, expect) as tx:
+        entry = make_entry(
+            ts="2026-11-29T10:00:00.000Z",
+            content=memory_id,
+            source="user",
+            tags=(),
+            prev_hash=tx.tip().head,
+        )
+        seq = tx.append(entry, None, {})
+        tx.put(replace(template, id=memory_id, seq=seq), new=True)
+    return entry
+
+
+def test_a_write_on_the_expected_tip_commits_and_one_on_a_moved_tip_writes_nothing(
+    any_store: Store,
+) -> None:
+    memory = vector_facade(any_store)
+    template = any_store.get(ALICE, memory.remember("the kettle whistles").id)
+    assert template is not None
+    seen = any_store.tip(ALICE)
+    entry = _create(any_store, seen, template, "m_000000000000000000001")
+    moved = Tip(seen.length + 1, entry.hash)
+    assert any_store.tip(ALICE) == moved
+    assert any_store.get(ALICE, "m_000000000000000000001") is not None
+    # The same tip again is stale now: the one-statement write and a multi-row one alike.
+    with pytest.raises(StaleTipError):
+        _create(any_store, seen, template, "m_000000000000000000002")
+
+    def two_entries() -> None:
+        with any_store.write(ALICE, seen) as tx:
+            for n in range(2):
+                append_on(tx, f"lost {n}")
+
+    with pytest.raises(StaleTipError):
+        two_entries()
+
+    def read_first() -> None:
+        with any_store.write(ALICE, seen) as tx:
+            tx.get(template.id)  # a read needs the real tip first
+
+    with pytest.raises(StaleTipError):
+        read_first()
+    assert any_store.tip(ALICE) == moved
+    assert any_store.get(ALICE, "m_000000000000000000002") is None
+    assert verify_records(any_store.records(ALICE)).ok
+    # On the current tip a write may read, and then commits as usual.
+    with any_store.write(ALICE, moved) as tx:
+        assert tx.get(template.id) == template
+    _create(any_store, moved, template, "m_000000000000000000003")
+    assert any_store.tip(ALICE).length == moved.length + 1
+    assert verify_records(any_store.records(ALICE)).ok
+
+
+def test_a_minted_id_that_is_already_taken_fails_the_write(any_store: Store) -> None:
+    memory = vector_facade(any_store)
+    made = memory.remember("the kettle whistles")
+    template = any_store.get(ALICE, made.id)
+    assert template is not None
+    before = any_store.tip(ALICE)
+    for expect in (before, None):
+        with pytest.raises(StorageError, match=r"already taken|duplicate key"):
+            _create(any_store, expect, replace(template, content="other"), made.id)
+        assert any_store.tip(ALICE) == before
+        assert any_store.get(ALICE, made.id) == template
+    assert verify_records(any_store.records(ALICE)).ok

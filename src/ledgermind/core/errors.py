@@ -51,6 +51,14 @@ class ConflictError(LedgermindError):
     code = "conflict"
 
 
+class StaleTipError(ConflictError):
+    """A write that expected the chain at a given tip found it had moved; nothing was written.
+
+    The facade retries such a write once, holding the chain and verifying what the other
+    writer appended; it reaches a caller only from the storage layer used directly.
+    """
+
+
 class PolicyDeniedError(LedgermindError):
     """The policy, or the caller's rights, forbid the operation."""
 

@@ -261,19 +261,28 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (the projection's comparable form)."""
+        # Runs for every memory a write touches: plain values are taken as they are
+        # before any isinstance test (most fields are text, numbers or None).
         out: dict[str, Any] = {}
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if isinstance(value, Scope | TTL):
-                value = value.to_json()
-            elif item.name in ("audit", "relations"):
-                value = [v.to_json() for v in value]
+        for name in _MEMORY_FIELDS:
+            value = getattr(self, name)
+            if type(value) in _PLAIN:
+                out[name] = value
+            elif isinstance(value, Scope | TTL):
+                out[name] = value.to_json()
+            elif name in ("audit", "relations"):
+                out[name] = [v.to_json() for v in value]
             elif isinstance(value, tuple):
-                value = list(value)
+                out[name] = list(value)
             elif isinstance(value, Mapping):
-                value = dict(value)
-            out[item.name] = value
+                out[name] = dict(value)
+            else:
+                out[name] = value
         return out
+
+
+_MEMORY_FIELDS: Final = tuple(f.name for f in fields(Memory))
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 
 
 def memory_from_dict(data: Mapping[str, Any]) -> Memory:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ledgermind.core import lifecycle
 from ledgermind.core.chain import (
@@ -33,7 +33,12 @@ from ledgermind.core.chain import (
     redact_entry,
     tombstone_content,
 )
-from ledgermind.core.errors import IntegrityError, InvalidInputError, NotFoundError
+from ledgermind.core.errors import (
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    StaleTipError,
+)
 from ledgermind.core.events import Event, Record, canonical, check_head, event_tags, verify_records
 from ledgermind.core.policy import Policy
 from ledgermind.core.records import Memory as MemoryRecord
@@ -45,6 +50,7 @@ from ledgermind.storage.base import Store, Tip, Transaction
 if TYPE_CHECKING:
     from ledgermind.embedding import Embedder
 
+_T = TypeVar("_T")
 Clock = Callable[[], datetime]
 
 # What the content of a lifecycle entry says it did; forget and redact write a tombstone.
@@ -204,13 +210,37 @@ class MemoryBase:
         return tip
 
     @contextmanager
-    def _writing(self, owner: str) -> Iterator[Transaction]:
-        """The owner's chain, held and verified, for appends that all land or none do."""
+    def _writing(self, owner: str, expect: Tip | None = None) -> Iterator[Transaction]:
+        """The owner's chain, held and verified, for appends that all land or none do.
+
+        ``expect``: the tip this process verified last; the store then starts from it and
+        raises :class:`StaleTipError` if the chain has moved (see ``Store.write``).
+        """
         self._vectors_ready()  # records the model first: not inside the write
-        with self.store.write(owner) as tx:
+        with self.store.write(owner, expect) as tx:
             self._ensure_verified(tx)
             yield tx
-            self._verified[owner] = tx.tip()
+            tip = tx.tip()
+        # Only once committed: a head that never landed must not be built on next time.
+        self._verified[owner] = tip
+
+    def _append(self, owner: str, work: Callable[[Transaction], _T]) -> _T:
+        """Run ``work`` in a write on the owner's chain, first on the tip verified last.
+
+        When this process verified the chain's head and nobody has appended since (the
+        common case: one writer per owner), the write builds on that head without asking,
+        and a server backend commits it in one round trip. If the chain moved, nothing was
+        written: the write runs again holding the chain, after verifying what was appended.
+        """
+        expect = self._verified.get(owner)
+        if expect is not None:
+            try:
+                with self._writing(owner, expect) as tx:
+                    return work(tx)
+            except StaleTipError:
+                pass
+        with self._writing(owner) as tx:
+            return work(tx)
 
     def _commit(
         self,
@@ -221,8 +251,12 @@ class MemoryBase:
         channel: str,
         reserved: tuple[str, ...] = (),
         vectors: Mapping[str, Any] | None = None,
+        minted: bool = False,
     ) -> list[MemoryRecord]:
         """Append one event and project it; returns the memories it changed.
+
+        ``minted``: ``event.memory`` is an id just minted for the memory this event
+        creates, so there is nothing to look up (the store refuses a clash instead).
 
         A changed memory that is active and retrievable gets its embedding (from
         ``vectors``, computed before the transaction, or here for e.g. an approval); the
@@ -239,7 +273,7 @@ class MemoryBase:
         seq = tx.append(entry, meta_text, event.texts)
         touched: dict[str, MemoryRecord] = {}
         for memory_id in (event.memory, event.supersedes, *event.memories):
-            if memory_id:
+            if memory_id and not (minted and memory_id == event.memory):
                 current = tx.get(memory_id)
                 if current is not None:
                     touched[memory_id] = current
@@ -261,7 +295,8 @@ class MemoryBase:
         embedded = self._embed([memory_text(m) for m in live])
         computed = dict(zip((m.id for m in live), embedded, strict=False))
         for memory in touched.values():
-            tx.put(memory, given.get(memory.id, computed.get(memory.id)))
+            new = minted and memory.id == event.memory
+            tx.put(memory, given.get(memory.id, computed.get(memory.id)), new=new)
         return list(touched.values())
 
     def _append_change(

@@ -142,8 +142,9 @@ class MemoryWrites(MemoryBase):
         if not plans:
             return []
         vectors = self._plan_vectors(plans)
-        with self._writing(plans[0].owner) as tx:
-            return [self._write_plan(tx, plan, vectors) for plan in plans]
+        return self._append(
+            plans[0].owner, lambda tx: [self._write_plan(tx, plan, vectors) for plan in plans]
+        )
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -275,8 +276,7 @@ class MemoryWrites(MemoryBase):
             status=status,
         )
         vectors = self._plan_vectors([plan])
-        with self._writing(plan.owner) as tx:
-            return self._write_plan(tx, plan, vectors)
+        return self._append(plan.owner, lambda tx: self._write_plan(tx, plan, vectors))
 
     def _plan(
         self,
@@ -361,6 +361,7 @@ class MemoryWrites(MemoryBase):
             channel=plan.channel,
             reserved=plan.reserved,
             vectors=vectors,
+            minted=True,  # every plan mints its memory's id
         )
         created = next(m for m in changed if m.id == plan.event.memory)
         return WriteResult(

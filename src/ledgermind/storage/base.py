@@ -103,12 +103,16 @@ class Transaction(Protocol):
         """Add a row at the end of the chain; returns its sequence number."""
         ...
 
-    def put(self, memory: Memory, embedding: Sequence[float] | None = None) -> None:
+    def put(
+        self, memory: Memory, embedding: Sequence[float] | None = None, *, new: bool = False
+    ) -> None:
         """Insert or replace a memory in the projection and its indexes.
 
         ``embedding`` replaces the memory's vector. Without one the stored vector is kept
         while the memory stays active and retrievable; otherwise it is deleted (a memory
         that leaves retrieval, or whose text is erased, leaves no vector behind).
+        ``new``: the caller minted this id for a memory it creates and did not look it up;
+        a stored memory with the same id fails the write instead of being replaced.
         """
         ...
 
@@ -139,8 +143,14 @@ class Transaction(Protocol):
 class Store(Protocol):
     """A ledgermind storage backend."""
 
-    def write(self, owner: str) -> AbstractContextManager[Transaction]:
-        """Hold ``owner``'s chain for appending; commits on success, rolls back on error."""
+    def write(self, owner: str, expect: Tip | None = None) -> AbstractContextManager[Transaction]:
+        """Hold ``owner``'s chain for appending; commits on success, rolls back on error.
+
+        ``expect`` is the tip the caller last saw. The transaction then starts from it
+        without asking the database; if the chain is elsewhere when a read or the commit
+        needs it, :class:`StaleTipError` is raised and nothing is written. A write that
+        reads nothing can so commit in a single round trip on a server backend.
+        """
         ...
 
     def owners(self) -> list[str]:

@@ -15,6 +15,7 @@ docs/operations.md.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -29,7 +30,7 @@ from psycopg import sql
 from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry, sha256_hex
 from ledgermind.core.checkpoints import StoredReply
-from ledgermind.core.errors import InvalidInputError, StorageError
+from ledgermind.core.errors import InvalidInputError, StaleTipError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
@@ -93,19 +94,27 @@ _LOCK_HEAD = "SELECT length, head FROM heads WHERE owner = %s FOR UPDATE"
 _NEW_HEAD = (
     "INSERT INTO heads (owner, length, head) VALUES (%s, 0, '') ON CONFLICT (owner) DO NOTHING"
 )
+_LEDGER_COLUMNS = (
+    "owner, seq, ts, content, source, tags, content_hash, prev_hash, hash, redacted, meta, texts"
+)
 _INSERT_LEDGER = (
-    "INSERT INTO ledger (owner, seq, ts, content, source, tags, content_hash, prev_hash,"
-    " hash, redacted, meta, texts) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+    f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
 )
 # Without a new embedding the stored one is kept while the text is unchanged and the
 # memory active and retrievable; it is dropped when it leaves retrieval or its text
 # changed (an erased text leaves no vector behind).
-_UPSERT_MEMORY = (
+_MEMORY_INTO = (
     "INSERT INTO memories AS m (owner, id, status, retrievable, kind, scope, partition,"
-    " sensitivity, tags, seq, updated_at, digest, doc, body, embedding) VALUES"
-    " (%(owner)s, %(id)s, %(status)s, %(retrievable)s, %(kind)s, %(scope)s,"
+    " sensitivity, tags, seq, updated_at, digest, doc, body, embedding)"
+)
+_MEMORY_VALUES = (
+    "%(owner)s, %(id)s, %(status)s, %(retrievable)s, %(kind)s, %(scope)s,"
     " %(partition)s, %(sensitivity)s, %(tags)s, %(seq)s, %(updated_at)s, %(digest)s,"
-    " %(doc)s, to_tsvector(%(config)s::regconfig, %(body)s), %(vector)s::vector)"
+    " %(doc)s, to_tsvector(%(config)s::regconfig, %(body)s), %(vector)s::vector"
+)
+_INSERT_MEMORY = f"{_MEMORY_INTO} VALUES ({_MEMORY_VALUES})"  # a new id: a clash fails
+_UPSERT_MEMORY = (
+    f"{_INSERT_MEMORY}"
     " ON CONFLICT (owner, id) DO UPDATE SET status = excluded.status,"
     " retrievable = excluded.retrievable, kind = excluded.kind, scope = excluded.scope,"
     " partition = excluded.partition, sensitivity = excluded.sensitivity,"
@@ -115,10 +124,28 @@ _UPSERT_MEMORY = (
     " AND excluded.doc::jsonb ->> 'content' <> '' THEN coalesce(excluded.embedding,"
     " CASE WHEN m.digest = excluded.digest THEN m.embedding END) END"
 )
+# One new entry creating one new memory, on the tip the writer expects, in one statement
+# and one round trip: the heads row moves only if it still holds the expected tip (the
+# update waits for a concurrent writer's lock and then re-reads the row), and the inserts
+# take their rows from that update, so a moved chain writes nothing and returns 0.
+_ENTRY_VALUES = ", ".join(f"%(e_{c})s" for c in _LEDGER_COLUMNS.split(", ")[1:])
+_APPEND_EXPECTED = (
+    "WITH claim AS (UPDATE heads SET length = %(new_length)s, head = %(new_head)s"
+    " WHERE owner = %(owner)s AND length = %(length)s AND head = %(head)s RETURNING owner),"
+    f" entry AS (INSERT INTO ledger ({_LEDGER_COLUMNS}) SELECT owner, {_ENTRY_VALUES} FROM claim),"
+    f" memory AS ({_MEMORY_INTO} SELECT {_MEMORY_VALUES} FROM claim)"
+    " SELECT count(*) FROM claim"
+)
+
+
+def _stale(owner: str) -> StaleTipError:
+    return StaleTipError(
+        f"the ledger of {owner} moved since it was last read; nothing was written", owner=owner
+    )
 
 
 def _memory_row(memory: Memory, embedding: Sequence[float] | None) -> dict[str, Any]:
-    """The parameters of ``_UPSERT_MEMORY`` for one memory."""
+    """The parameters of ``_INSERT_MEMORY`` and ``_UPSERT_MEMORY`` for one memory."""
     body = fts_body(memory)
     live = memory.searchable
     return {
@@ -148,18 +175,30 @@ class _Transaction:
     round trip per statement kind, not per row) when the block ends, or earlier when a read
     needs them. The tip is read once under the lock and kept here: no other transaction
     can move it while the lock is held.
+
+    A transaction opened on an expected tip (``held=False``) starts without the lock and
+    without a round trip. The first read takes the lock (BEGIN, lock, compare the tip);
+    a transaction that read nothing and made one entry creating one memory commits as
+    the single statement ``_APPEND_EXPECTED``.
     """
 
     def __init__(
-        self, store: PostgresStore, connection: psycopg.Connection[Any], owner: str, tip: Tip
+        self,
+        store: PostgresStore,
+        connection: psycopg.Connection[Any],
+        owner: str,
+        tip: Tip,
+        *,
+        held: bool = True,
     ):
         self._store = store
         self._db = connection
         self._owner = owner
         self._tip = tip
         self._stored_tip = tip
+        self._held = held
         self._ledger: list[tuple[Any, ...]] = []
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[tuple[str, dict[str, Any]]] = []  # (statement, parameters)
         self._pending: dict[str, str] = {}  # memory id -> its buffered document
         self.erased = False
 
@@ -167,23 +206,60 @@ class _Transaction:
     def owner(self) -> str:
         return self._owner
 
+    def hold(self) -> None:
+        """Take the lock an expected-tip transaction put off, and check the tip under it."""
+        if self._held:
+            return
+        self._db.execute("BEGIN")
+        self._held = True
+        found = self._store._lock_head(self._db, self._owner)
+        if found != self._stored_tip:
+            raise _stale(self._owner)
+
     def flush(self) -> None:
         """Send the buffered rows and the moved head."""
+        self.hold()
         if self._ledger:
             with self._db.cursor() as cursor:
                 cursor.executemany(_INSERT_LEDGER, self._ledger)
             self._ledger = []
-        if self._rows:
+        # Consecutive rows of one statement go together; the order of rows is kept.
+        for statement, group in itertools.groupby(self._rows, key=lambda r: r[0]):
             with self._db.cursor() as cursor:
-                cursor.executemany(_UPSERT_MEMORY, self._rows)
-            self._rows = []
-            self._pending = {}
+                cursor.executemany(statement, [params for _, params in group])
+        self._rows = []
+        self._pending = {}
         if self._tip != self._stored_tip:
             self._db.execute(
                 "UPDATE heads SET length = %s, head = %s WHERE owner = %s",
                 (self._tip.length, self._tip.head, self._owner),
             )
             self._stored_tip = self._tip
+
+    def commit_expected(self) -> None:
+        """End an expected-tip transaction: one statement if it can, else flush and COMMIT."""
+        if self._held:
+            self.flush()
+            self._db.execute("COMMIT")
+            return
+        if not self._ledger and not self._rows:
+            return
+        if len(self._ledger) == 1 and len(self._rows) == 1 and self._rows[0][0] == _INSERT_MEMORY:
+            entry = dict(zip(_LEDGER_COLUMNS.split(", "), self._ledger[0], strict=True))
+            params = {f"e_{k}": v for k, v in entry.items() if k != "owner"}
+            params |= self._rows[0][1]
+            params |= {
+                "length": self._stored_tip.length,
+                "head": self._stored_tip.head,
+                "new_length": self._tip.length,
+                "new_head": self._tip.head,
+            }
+            row = self._db.execute(_APPEND_EXPECTED, params).fetchone()
+            if not row or row[0] != 1:
+                raise _stale(self._owner)
+            return
+        self.flush()
+        self._db.execute("COMMIT")
 
     def tip(self) -> Tip:
         return self._tip
@@ -196,6 +272,7 @@ class _Transaction:
         doc = self._pending.get(memory_id)
         if doc is not None:
             return memory_from_dict(json.loads(doc))
+        self.hold()
         return self._store._get(self._db, self._owner, memory_id)
 
     def append(self, entry: Entry, meta: str | None, texts: Mapping[str, str]) -> int:
@@ -219,13 +296,15 @@ class _Transaction:
         self._tip = Tip(seq + 1, entry.hash)
         return seq
 
-    def put(self, memory: Memory, embedding: Sequence[float] | None = None) -> None:
+    def put(
+        self, memory: Memory, embedding: Sequence[float] | None = None, *, new: bool = False
+    ) -> None:
         if memory.owner != self._owner:
             raise InvalidInputError(
                 f"memory {memory.id} belongs to {memory.owner}, not {self._owner}", id=memory.id
             )
         row = _memory_row(memory, embedding)
-        self._rows.append(row)
+        self._rows.append((_INSERT_MEMORY if new else _UPSERT_MEMORY, row))
         self._pending[memory.id] = row["doc"]
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
@@ -258,6 +337,7 @@ class _Transaction:
             self._tip = Tip(self._tip.length, entry.hash)
 
     def find_reply(self, message_id: str) -> StoredReply | None:
+        self.hold()
         row = self._db.execute(
             "SELECT request_checksum, response FROM checkpoint_replies"
             " WHERE owner = %s AND message_id = %s",
@@ -271,6 +351,7 @@ class _Transaction:
                 f"a reply for {reply.owner} cannot be kept while holding {self._owner}'s chain",
                 owner=reply.owner,
             )
+        self.hold()
         self._db.execute(
             "INSERT INTO checkpoint_replies (owner, message_id, request_checksum, response)"
             " VALUES (%s, %s, %s, %s)",
@@ -279,6 +360,7 @@ class _Transaction:
 
     def drop_replies(self, containing: bytes) -> int:
         # Counted by the server: in pipeline mode a cursor's rowcount is not known yet.
+        self.hold()
         row = self._db.execute(
             "WITH d AS (DELETE FROM checkpoint_replies WHERE owner = %s"
             " AND position(%s::bytea in response) > 0 RETURNING 1) SELECT count(*) FROM d",
@@ -477,10 +559,12 @@ class PostgresStore:
         A pipelined write sends its BEGIN unsynced, so psycopg still counts the connection
         idle: its own ``transaction()`` would BEGIN and COMMIT, committing half a write.
         """
-        if not getattr(self._local, "writing", False):
+        open_write: _Transaction | None = getattr(self._local, "writing", None)
+        if open_write is None:
             with db.transaction():
                 yield
             return
+        open_write.hold()  # an expected-tip write opens its transaction now
         db.execute("SAVEPOINT lm_nested")
         try:
             yield
@@ -502,33 +586,47 @@ class PostgresStore:
             raise StorageError(f"the write could not be committed: {exc}", owner=owner) from exc
 
     @contextmanager
-    def write(self, owner: str) -> Iterator[_Transaction]:
+    def write(self, owner: str, expect: Tip | None = None) -> Iterator[_Transaction]:
         """Lock ``owner``'s heads row for one transaction; other owners proceed in parallel.
 
         The transaction runs in pipeline mode where libpq has it (14+): what needs no answer
         (BEGIN, the buffered rows, the head's update, COMMIT) travels with the next thing
-        that does, so a ``remember`` costs three round trips (lock the head, look the id
-        up, commit) instead of eight. Each round trip is two context switches; with many
-        writers sharing few cores they were a large part of a write's cost.
+        that does, so a ``remember`` costs two round trips (lock the head, commit) instead
+        of seven. With ``expect`` (the tip the writer last saw) a write that reads nothing
+        is one statement and one round trip (see ``_Transaction``). Each round trip, and
+        each message the server wakes up for, costs context switches; with many writers
+        sharing few cores they were a large part of a write's cost.
         """
         db = self._connection()
         tx: _Transaction | None = None
-        if not psycopg.Pipeline.is_supported() or getattr(self._local, "writing", False):
+        nested = getattr(self._local, "writing", None) is not None
+        if nested or (expect is None and not psycopg.Pipeline.is_supported()):
             # (a write nested in this thread's open write runs as a savepoint of it)
             with self._plain_write(db, owner) as tx:
+                if expect is not None and tx.tip() != expect:
+                    raise _stale(owner)
                 yield tx
         else:
             try:
-                with db.pipeline():
-                    db.execute("BEGIN")
-                    self._local.writing = True
+                if expect is not None:
+                    tx = _Transaction(self, db, owner, expect, held=False)
+                    self._local.writing = tx
                     try:
-                        tx = _Transaction(self, db, owner, self._lock_head(db, owner))
                         yield tx
-                        tx.flush()
+                        tx.commit_expected()
                     finally:
-                        self._local.writing = False
-                    db.execute("COMMIT")
+                        self._local.writing = None
+                else:
+                    with db.pipeline():
+                        db.execute("BEGIN")
+                        tx = _Transaction(self, db, owner, self._lock_head(db, owner))
+                        self._local.writing = tx
+                        try:
+                            yield tx
+                            tx.flush()
+                        finally:
+                            self._local.writing = None
+                        db.execute("COMMIT")
             except BaseException as exc:
                 self._roll_back(db)
                 if isinstance(exc, psycopg.Error):

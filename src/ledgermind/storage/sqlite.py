@@ -20,7 +20,7 @@ import sqlite_vec
 from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry
 from ledgermind.core.checkpoints import StoredReply
-from ledgermind.core.errors import IntegrityError, StorageError
+from ledgermind.core.errors import IntegrityError, StaleTipError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
@@ -178,8 +178,10 @@ class _Transaction:
         )
         return tip.length
 
-    def put(self, memory: Memory, embedding: Sequence[float] | None = None) -> None:
-        self._store._put(self._db, memory, embedding, self.vector_changes)
+    def put(
+        self, memory: Memory, embedding: Sequence[float] | None = None, *, new: bool = False
+    ) -> None:
+        self._store._put(self._db, memory, embedding, self.vector_changes, new=new)
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self._db.execute(
@@ -332,8 +334,12 @@ class SQLiteStore:
                     raise StorageError(f"the write could not be committed: {exc}") from exc
 
     @contextmanager
-    def write(self, owner: str) -> Iterator[_Transaction]:
-        """Hold the database's write lock (and so ``owner``'s chain) for one transaction."""
+    def write(self, owner: str, expect: Tip | None = None) -> Iterator[_Transaction]:
+        """Hold the database's write lock (and so ``owner``'s chain) for one transaction.
+
+        With ``expect`` the tip is read under the lock at once (a local read costs little)
+        and a moved chain raises :class:`StaleTipError` before anything is written.
+        """
         db = self._connection()
         self._erased = False
         generation = None
@@ -342,6 +348,11 @@ class SQLiteStore:
         with self._write_lock:
             with self._immediate(db):
                 tx = _Transaction(self, db, owner)
+                if expect is not None and tx.tip() != expect:
+                    raise StaleTipError(
+                        f"the ledger of {owner} moved since it was last read; nothing was written",
+                        owner=owner,
+                    )
                 yield tx
                 if tx.vector_changes:
                     generation = self._bump_generation(db, owner)
@@ -398,8 +409,14 @@ class SQLiteStore:
         memory: Memory,
         embedding: Sequence[float] | None = None,
         changes: list[tuple[int, Any]] | None = None,
+        *,
+        new: bool = False,
     ) -> None:
-        row = db.execute("SELECT rid FROM memories WHERE id = ?", (memory.id,)).fetchone()
+        row = (
+            None
+            if new
+            else db.execute("SELECT rid FROM memories WHERE id = ?", (memory.id,)).fetchone()
+        )
         values = (
             memory.owner,
             memory.status,
@@ -413,11 +430,16 @@ class SQLiteStore:
             memory_doc(memory),
         )
         if row is None:
-            cursor = db.execute(
-                "INSERT INTO memories (owner, status, retrievable, kind, scope, partition,"
-                " sensitivity, seq, updated_at, doc, id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (*values, memory.id),
-            )
+            try:
+                cursor = db.execute(
+                    "INSERT INTO memories (owner, status, retrievable, kind, scope, partition,"
+                    " sensitivity, seq, updated_at, doc, id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (*values, memory.id),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StorageError(
+                    f"memory id {memory.id} is already taken; nothing was written", id=memory.id
+                ) from exc
             rid = cursor.lastrowid
         else:
             rid = row[0]

@@ -1,0 +1,69 @@
+"""How many times a PostgreSQL write waits for the server (libpq's own protocol trace).
+
+Each wait is a round trip and two context switches on each side; with many writers
+sharing few cores they decide throughput (docs/benchmarks.md, bench:postgres-writes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+
+from ledgermind.service.memory import Memory
+from ledgermind.storage.postgres import PostgresStore
+from tests.conftest import vector_facade
+
+
+def _messages(store: PostgresStore, trace: Path, work: Callable[[], object]) -> list[str]:
+    """The frontend messages libpq sent while ``work`` ran, e.g. ``["Parse", …, "Sync"]``."""
+    pgconn = store._connection().pgconn
+    with trace.open("w") as sink:
+        pgconn.trace(sink.fileno())
+        pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            work()
+        finally:
+            pgconn.untrace()
+    lines = [line.split("\t") for line in trace.read_text().splitlines()]
+    return [fields[2].split(" ")[0] for fields in lines if len(fields) > 2 and fields[0] == "F"]
+
+
+def _facade(pg_url: str) -> tuple[PostgresStore, Memory]:
+    store = PostgresStore(pg_url)
+    return store, vector_facade(store)
+
+
+def test_a_remember_on_a_verified_chain_is_one_round_trip(pg_url: str, tmp_path: Path) -> None:
+    store, memory = _facade(pg_url)
+    try:
+        memory.remember("first: makes the head and verifies the chain")
+        # Past psycopg's prepare threshold (5 runs; preparing costs one more trip, once).
+        memory.remember_many([])
+        for n in range(8):
+            memory.remember(f"warm {n}")
+        for n in range(5):
+            sent = _messages(store, tmp_path / "trace", lambda n=n: memory.remember(f"note {n}"))
+            assert sent == ["Bind", "Describe", "Execute", "Sync"], sent
+        assert store.tip(memory.principal).length == 14
+    finally:
+        memory.close()
+
+
+def test_a_remember_after_another_writer_moved_the_chain_holds_it_and_lands(
+    pg_url: str, tmp_path: Path
+) -> None:
+    store, memory = _facade(pg_url)
+    _, other = _facade(pg_url)
+    try:
+        memory.remember("mine")
+        other.remember("theirs")  # moves the head this facade last verified
+        sent = _messages(store, tmp_path / "trace", lambda: memory.remember("mine again"))
+        # the expected-tip statement found the chain moved; then lock, verify, commit
+        assert sent.count("Sync") + sent.count("Flush") >= 3, sent
+        contents = [r.entry.content for r in store.records(memory.principal)]
+        assert contents == ["mine", "theirs", "mine again"]
+    finally:
+        memory.close()
+        other.close()
