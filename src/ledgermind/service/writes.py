@@ -303,13 +303,15 @@ class MemoryWrites(MemoryBase):
                 f" {', '.join(sorted(Draft.__dataclass_fields__))}",
                 field=unknown[0],
             )
-        draft = replace(draft or Draft(), **details)
+        draft = replace(draft or Draft(), **details) if details else draft or Draft()
         body = check.content(text)
         self.policy.check_channel(actor=who, owner=whose, channel=channel)
         decision = self.policy.decide(
             content=body, topic=draft.topic, channel=channel, actor=who, owner=whose
         )
-        fields, texts = draft_fields(replace(draft, topic=decision.topic))
+        if decision.topic != draft.topic:
+            draft = replace(draft, topic=decision.topic)
+        fields, texts = draft_fields(draft)
         sensitivity = draft.sensitivity or decision.sensitivity
         if decision.sensitivity == "sensitive":
             sensitivity = "sensitive"
