@@ -105,6 +105,9 @@ def test_an_agent_token_cannot_use_the_review_page(
 def test_a_revoked_token_signs_the_person_out(page: Page, ledger: Ledger, live: LiveServer) -> None:
     issued = ledger.tokens.create(ALICE, HUMAN_DEFAULT_SCOPES)
     sign_in(page, live, issued.token)
+    # The first view's requests must be answered before the token goes: on a loaded
+    # machine one could arrive after the revocation and sign out before the click.
+    page.wait_for_load_state("networkidle")
     ledger.tokens.revoke(issued.record.token_id)
     page.click("nav button[data-view=all]")
     expect(page.locator("#sign-in-error")).to_contain_text("sign in again")

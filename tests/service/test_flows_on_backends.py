@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from ledgermind.service.memory import Memory
 
 ALICE = "human:alice"
@@ -28,3 +30,27 @@ def test_remember_approve_edit_forget_redact_verify_and_rebuild(any_memory: Memo
     rebuilt = any_memory.rebuild()
     assert [(r["owner"], r["equal"]) for r in rebuilt] == [(ALICE, True)]
     assert all(report.ok for report in any_memory.verify())
+
+
+def test_threads_sharing_one_facade_and_one_owner_lose_no_write(any_memory: Memory) -> None:
+    # The facade writes on the head it verified last; threads racing on one owner must
+    # each land exactly once, on one linear chain, whichever of them went stale.
+    any_memory.remember("first")
+    made: list[str] = []
+    lock = threading.Lock()
+
+    def writer(n: int) -> None:
+        for i in range(10):
+            result = any_memory.remember(f"thread {n} note {i}")
+            with lock:
+                made.append(result.id)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == len(set(made)) == 60
+    assert {m.id for m in any_memory.memories()} >= set(made)
+    assert [report.ok for report in any_memory.verify()] == [True]
+    assert any_memory.store.tip(ALICE).length == 61

@@ -6,6 +6,7 @@ the embedded store has and the server store lacks fails here.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -515,6 +516,17 @@ def test_a_write_on_the_expected_tip_commits_and_one_on_a_moved_tip_writes_nothi
     assert any_store.tip(ALICE) == moved
     assert any_store.get(ALICE, "m_000000000000000000002") is None
     assert verify_records(any_store.records(ALICE)).ok
+
+    # A caller that catches the error cannot go on to commit on the old tip.
+    def caught_then_appended() -> None:
+        with any_store.write(ALICE, seen) as tx:
+            with contextlib.suppress(StaleTipError):
+                tx.get(template.id)
+            append_on(tx, "on the old head")
+
+    with pytest.raises(StaleTipError):
+        caught_then_appended()
+    assert any_store.tip(ALICE) == moved
     # On the current tip a write may read, and then commits as usual.
     with any_store.write(ALICE, moved) as tx:
         assert tx.get(template.id) == template

@@ -86,6 +86,9 @@ class MemoryBase:
         self.principal = check_principal(principal, "acting principal")
         self._clock = clock
         self._verified: dict[str, Tip] = {}
+        self._verified_lock = threading.Lock()
+        self._writers: dict[str, int] = {}  # owner -> writes in flight in this process
+        self._thread = threading.local()  # .depth: writes open on this thread
         self.embedder = embedder
         self._vectors_ok: bool | None = None
         self._vectors_lock = threading.Lock()
@@ -206,8 +209,16 @@ class MemoryBase:
                 reason=result.reason,
             )
         tip = Tip(result.length, result.head)
-        self._verified[tx.owner] = tip
+        self._advance_verified(tx.owner, tip)
         return tip
+
+    def _advance_verified(self, owner: str, tip: Tip) -> None:
+        """Remember a verified head, never going back to a shorter one: threads finishing
+        writes out of order must not make the next write build on an older head."""
+        with self._verified_lock:
+            known = self._verified.get(owner)
+            if known is None or tip.length >= known.length:
+                self._verified[owner] = tip
 
     @contextmanager
     def _writing(self, owner: str, expect: Tip | None = None) -> Iterator[Transaction]:
@@ -217,12 +228,17 @@ class MemoryBase:
         raises :class:`StaleTipError` if the chain has moved (see ``Store.write``).
         """
         self._vectors_ready()  # records the model first: not inside the write
-        with self.store.write(owner, expect) as tx:
-            self._ensure_verified(tx)
-            yield tx
-            tip = tx.tip()
+        depth = getattr(self._thread, "depth", 0)
+        self._thread.depth = depth + 1
+        try:
+            with self.store.write(owner, expect) as tx:
+                self._ensure_verified(tx)
+                yield tx
+                tip = tx.tip()
+        finally:
+            self._thread.depth = depth
         # Only once committed: a head that never landed must not be built on next time.
-        self._verified[owner] = tip
+        self._advance_verified(owner, tip)
 
     def _append(self, owner: str, work: Callable[[Transaction], _T]) -> _T:
         """Run ``work`` in a write on the owner's chain, first on the tip verified last.
@@ -231,16 +247,30 @@ class MemoryBase:
         common case: one writer per owner), the write builds on that head without asking,
         and a server backend commits it in one round trip. If the chain moved, nothing was
         written: the write runs again holding the chain, after verifying what was appended.
+        The first try is skipped where it would likely be wasted or is not this write's
+        own to retry: while another write of this process to the owner is in flight, and
+        inside another write on this thread (whose stale head must stop it, not this one).
         """
-        expect = self._verified.get(owner)
-        if expect is not None:
-            try:
-                with self._writing(owner, expect) as tx:
-                    return work(tx)
-            except StaleTipError:
-                pass
-        with self._writing(owner) as tx:
-            return work(tx)
+        with self._verified_lock:
+            busy = self._writers.get(owner, 0)
+            self._writers[owner] = busy + 1
+            expect = self._verified.get(owner)
+        try:
+            if expect is not None and not busy and not getattr(self._thread, "depth", 0):
+                try:
+                    with self._writing(owner, expect) as tx:
+                        return work(tx)
+                except StaleTipError:
+                    pass
+            with self._writing(owner) as tx:
+                return work(tx)
+        finally:
+            with self._verified_lock:
+                left = self._writers[owner] - 1
+                if left:
+                    self._writers[owner] = left
+                else:
+                    del self._writers[owner]
 
     def _commit(
         self,

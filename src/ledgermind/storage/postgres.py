@@ -179,7 +179,9 @@ class _Transaction:
     A transaction opened on an expected tip (``held=False``) starts without the lock and
     without a round trip. The first read takes the lock (BEGIN, lock, compare the tip);
     a transaction that read nothing and made one entry creating one memory commits as
-    the single statement ``_APPEND_EXPECTED``.
+    the single statement ``_APPEND_EXPECTED``. Until it holds the lock there is no open
+    transaction on the connection: a statement sent outside this object's methods would
+    commit on its own (the store's ``_transaction`` takes the lock first).
     """
 
     def __init__(
@@ -197,6 +199,7 @@ class _Transaction:
         self._tip = tip
         self._stored_tip = tip
         self._held = held
+        self._stale = False
         self._ledger: list[tuple[Any, ...]] = []
         self._rows: list[tuple[str, dict[str, Any]]] = []  # (statement, parameters)
         self._pending: dict[str, str] = {}  # memory id -> its buffered document
@@ -207,14 +210,22 @@ class _Transaction:
         return self._owner
 
     def hold(self) -> None:
-        """Take the lock an expected-tip transaction put off, and check the tip under it."""
+        """Take the lock an expected-tip transaction put off, and check the tip under it.
+
+        A moved tip rolls the transaction back and leaves it stale: every later use
+        raises again, so a caller that caught the error cannot commit on the old tip.
+        """
+        if self._stale:
+            raise _stale(self._owner)
         if self._held:
             return
         self._db.execute("BEGIN")
-        self._held = True
         found = self._store._lock_head(self._db, self._owner)
         if found != self._stored_tip:
+            self._stale = True
+            self._db.execute("ROLLBACK")
             raise _stale(self._owner)
+        self._held = True
 
     def flush(self) -> None:
         """Send the buffered rows and the moved head."""
@@ -238,6 +249,8 @@ class _Transaction:
 
     def commit_expected(self) -> None:
         """End an expected-tip transaction: one statement if it can, else flush and COMMIT."""
+        if self._stale:
+            raise _stale(self._owner)
         if self._held:
             self.flush()
             self._db.execute("COMMIT")
