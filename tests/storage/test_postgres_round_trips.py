@@ -64,6 +64,17 @@ def test_a_remember_after_another_writer_moved_the_chain_holds_it_and_lands(
         assert sent.count("Sync") + sent.count("Flush") >= 3, sent
         contents = [r.entry.content for r in store.records(memory.principal)]
         assert contents == ["mine", "theirs", "mine again"]
+        # Another process wrote between two of ours: the next write holds the chain at
+        # once (the lock's answer, then the commit); finding nobody else wrote, the one
+        # after is one statement again.
+        sent = _messages(store, tmp_path / "trace", lambda: memory.remember("held"))
+        # (a Flush after the Sync, when psycopg leaves the pipeline, waits for nothing)
+        assert sent.count("Sync") == 1, sent
+        assert sent[: sent.index("Sync")].count("Flush") == 1, sent
+        for n in range(8):  # past the new statement's prepare threshold
+            memory.remember(f"alone {n}")
+        sent = _messages(store, tmp_path / "trace", lambda: memory.remember("alone again"))
+        assert sent == ["Bind", "Describe", "Execute", "Sync"], sent
     finally:
         memory.close()
         other.close()

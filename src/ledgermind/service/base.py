@@ -88,6 +88,9 @@ class MemoryBase:
         self._verified: dict[str, Tip] = {}
         self._verified_lock = threading.Lock()
         self._writers: dict[str, int] = {}  # owner -> writes in flight in this process
+        # Owners another process wrote to between two writes of ours: their next write
+        # holds the chain at once instead of first trying the head it would find moved.
+        self._contended: set[str] = set()
         self._thread = threading.local()  # .depth: writes open on this thread
         self.embedder = embedder
         self._vectors_ok: bool | None = None
@@ -190,7 +193,9 @@ class MemoryBase:
         result: Verification | None = None
         if cached is not None and cached.length <= tip.length:
             if cached.length == tip.length and cached.head == tip.head:
+                self._contended.discard(tx.owner)  # nobody else wrote since our last write
                 return tip
+            self._contended.add(tx.owner)
             result = verify_records(
                 tx.records(cached.length), start_index=cached.length, prev_hash=cached.head
             )
@@ -248,15 +253,17 @@ class MemoryBase:
         and a server backend commits it in one round trip. If the chain moved, nothing was
         written: the write runs again holding the chain, after verifying what was appended.
         The first try is skipped where it would likely be wasted or is not this write's
-        own to retry: while another write of this process to the owner is in flight, and
-        inside another write on this thread (whose stale head must stop it, not this one).
+        own to retry: while another write of this process to the owner is in flight, while
+        other processes are writing to the owner too (seen at our last write), and inside
+        another write on this thread (whose stale head must stop it, not this one).
         """
         with self._verified_lock:
             busy = self._writers.get(owner, 0)
             self._writers[owner] = busy + 1
             expect = self._verified.get(owner)
         try:
-            if expect is not None and not busy and not getattr(self._thread, "depth", 0):
+            alone = not busy and owner not in self._contended
+            if expect is not None and alone and not getattr(self._thread, "depth", 0):
                 try:
                     with self._writing(owner, expect) as tx:
                         return work(tx)
