@@ -137,23 +137,13 @@ def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -
     one process's time per write beside the CPU it and its server backend used."""
     names = [n for n in rounds[0] if "process" in n]
     many = names[1]
-    ratios = [r[many] / r["one process"] for r in rounds]
     lines = [
         setup,
         "",
         f"Command: `{command}`",
         "",
-        "| round | " + " | ".join(f"{n} (memories/s)" for n in names) + " | N owners ÷ one |",
-        "|---:|" + "---:|" * (len(names) + 1),
+        *_rates_table(rounds, names, "memories/s", many, "N owners ÷ one"),
     ]
-    for i, (r, ratio) in enumerate(zip(rounds, ratios, strict=True), start=1):
-        lines.append(f"| {i} | " + " | ".join(f"{r[n]:,.0f}" for n in names) + f" | {ratio:.2f}x |")
-    medians = [statistics.median(r[n] for r in rounds) for n in names]
-    lines.append(
-        "| **median** | "
-        + " | ".join(f"**{m:,.0f}**" for m in medians)
-        + f" | **{statistics.median(ratios):.2f}x** |"
-    )
     wall, client, server = (
         statistics.median(r[k] for r in rounds)
         for k in ("ms per write", "client CPU ms", "server CPU ms")
@@ -237,17 +227,32 @@ def server_ceiling(
 def ceiling_lines(rounds: list[dict[str, float]], seconds: int) -> list[str]:
     """The server-ceiling table: each round's pgbench rates and their ratio, then medians."""
     names = list(rounds[0])
-    ratios = [r[names[1]] / r[names[0]] for r in rounds]
-    lines = [
+    return [
         "",
         "PostgreSQL's own client on the same server, same rows, one statement a write"
         f" (`pgbench -M prepared -T {seconds}`, see `server_ceiling`):",
         "",
-        "| round | " + " | ".join(f"pgbench, {n} (writes/s)" for n in names) + " | ratio |",
-        "|---:|---:|---:|---:|",
+        *_rates_table(rounds, names, "writes/s", names[1], "ratio", label="pgbench, "),
     ]
-    for i, (r, ratio) in enumerate(zip(rounds, ratios, strict=True), start=1):
-        lines.append(f"| {i} | " + " | ".join(f"{r[n]:,.0f}" for n in names) + f" | {ratio:.2f}x |")
+
+
+def _rates_table(
+    rounds: list[dict[str, float]],
+    names: list[str],
+    unit: str,
+    many: str,
+    ratio: str,
+    *,
+    label: str = "",
+) -> list[str]:
+    """Rows of rates per round (``names`` columns), ``many`` ÷ the first, then medians."""
+    ratios = [r[many] / r[names[0]] for r in rounds]
+    lines = [
+        "| round | " + " | ".join(f"{label}{n} ({unit})" for n in names) + f" | {ratio} |",
+        "|---:|" + "---:|" * (len(names) + 1),
+    ]
+    for i, (r, x) in enumerate(zip(rounds, ratios, strict=True), start=1):
+        lines.append(f"| {i} | " + " | ".join(f"{r[n]:,.0f}" for n in names) + f" | {x:.2f}x |")
     medians = [statistics.median(r[n] for r in rounds) for n in names]
     lines.append(
         "| **median** | "

@@ -458,7 +458,8 @@ def test_dropping_no_checkpoint_reply_reports_none(any_store: Store) -> None:
         assert tx.drop_replies(b"nothing-matches-this") == 0
 
 
-def append_on(tx: Transaction, content: str) -> int:
+def append_on(tx: Transaction, content: str) -> Entry:
+    """Append a plain entry on the transaction's tip; returns it."""
     entry = make_entry(
         ts="2026-11-29T10:00:00.000Z",
         content=content,
@@ -466,20 +467,15 @@ def append_on(tx: Transaction, content: str) -> int:
         tags=(),
         prev_hash=tx.tip().head,
     )
-    return tx.append(entry, None, {})
+    tx.append(entry, None, {})
+    return entry
 
 
 def _create(store: Store, expect: Tip | None, template: MemoryRecord, memory_id: str) -> Entry:
     """One entry creating one memory under a minted id, as ``remember`` writes it."""
     with store.write(ALICE, expect) as tx:
-        entry = make_entry(
-            ts="2026-11-29T10:00:00.000Z",
-            content=memory_id,
-            source="user",
-            tags=(),
-            prev_hash=tx.tip().head,
-        )
-        seq = tx.append(entry, None, {})
+        seq = tx.tip().length
+        entry = append_on(tx, memory_id)
         tx.put(replace(template, id=memory_id, seq=seq), new=True)
     return entry
 
