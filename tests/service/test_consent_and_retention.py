@@ -206,3 +206,23 @@ def test_a_proposed_edit_supersedes_only_when_the_owner_approves_it(memory: Memo
     assert [h.memory.id for h in memory.recall("Paris Lyon")] == [pending.id]
     assert memory.store.tip(ALICE).length == tip.length + 4  # two edits, a reject, an approve
     assert all(r.ok for r in memory.verify())
+
+
+def test_admitting_a_memory_asks_the_policy_once_and_refuses_what_it_would_not_store(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    policy_class = type(memory.policy)
+    decide = policy_class.decide
+
+    def counting(self: object, **kwargs: object) -> object:
+        asked.append(str(kwargs["content"]))
+        return decide(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(policy_class, "decide", counting)
+    memory.admit("the kettle is copper", owner=memory.principal, status="proposed")
+    assert asked == ["the kettle is copper"]
+    before = memory.store.tip(memory.principal)
+    with pytest.raises(PolicyDeniedError, match="does not store"):
+        memory.admit("my password is hunter2", owner=memory.principal)
+    assert memory.store.tip(memory.principal) == before

@@ -179,9 +179,7 @@ class MemoryWrites(MemoryBase):
         whose = check_principal(owner, "owner")
         self._may_admit(whose)
         check_admitted_status(status)
-        topic = (draft or Draft()).topic
-        refuse_unstored(self.decide(text, topic=topic, channel=channel, actor=actor, owner=whose))
-        return self._create(
+        plan = self._plan(
             text,
             owner=whose,
             actor=actor,
@@ -191,6 +189,8 @@ class MemoryWrites(MemoryBase):
             details={},
             status=status,
         )
+        refuse_unstored(plan.decision)  # the one policy decision, before anything is written
+        return self._write_planned(plan)
 
     def edit(
         self,
@@ -275,6 +275,10 @@ class MemoryWrites(MemoryBase):
             supersedes=supersedes,
             status=status,
         )
+        return self._write_planned(plan)
+
+    def _write_planned(self, plan: CreationPlan) -> WriteResult:
+        """Embed a planned creation, then append it on the owner's chain."""
         vectors = self._plan_vectors([plan])
         return self._append(plan.owner, lambda tx: self._write_plan(tx, plan, vectors))
 
