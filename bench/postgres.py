@@ -23,6 +23,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -75,11 +76,12 @@ def _writer(
     return began, ended, cpu, server
 
 
-def _start(processes: int) -> None:
-    """A pool worker's first task: import the writer's modules, wait for the others."""
+def _start(barrier: Any) -> None:
+    """A pool worker's first task: import what a writer needs, then wait at the barrier
+    until every worker has done the same (so all have started before round 1)."""
     import ledgermind.embedding  # noqa: F401  (what a writer loads first)
 
-    time.sleep(0.2 * processes)
+    barrier.wait(timeout=300)
 
 
 def _rate(spans: list[tuple[float, float, float, float]], count: int) -> float:
@@ -96,11 +98,12 @@ def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[
     context = multiprocessing.get_context("spawn")
     out: list[dict[str, float]] = []
     store = PostgresStore(url)
-    with context.Pool(processes) as pool:
-        # Every worker busy at once until all have started and imported what a writer
-        # needs: otherwise the first round's single writer shares the cores with 15
+    with context.Manager() as manager, context.Pool(processes) as pool:
+        # Every worker has started and imported what a writer needs before round 1:
+        # otherwise the first round's single writer shares the cores with 15
         # interpreters still starting up.
-        pool.starmap(_start, [(processes,)] * processes, chunksize=1)
+        barrier = manager.Barrier(processes)
+        pool.starmap(_start, [(barrier,)] * processes, chunksize=1)
         for r in range(rounds):
             measured: dict[str, float] = {}
             spans = pool.starmap(_writer, [(url, f"human:solo{r}", 0, writes, time.time() + 2)])
@@ -162,16 +165,17 @@ def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -
 
 _CEILING_SCRIPT = """\\set n random(1, {rows})
 WITH s AS (SELECT * FROM ceiling_source WHERE n = :n),
-k AS (SELECT nextval('ceiling_seq') AS seq),
+claim AS (UPDATE ceiling_heads h SET length = h.length + 1, head = s.hash FROM s
+  WHERE h.owner = 'c' || :client_id RETURNING h.owner, h.length - 1 AS seq),
 e AS (INSERT INTO ceiling_ledger (owner, seq, ts, content, source, tags, content_hash,
-  prev_hash, hash, redacted, meta, texts) SELECT 'c' || :client_id, k.seq, s.ts, s.content,
+  prev_hash, hash, redacted, meta, texts) SELECT claim.owner, claim.seq, s.ts, s.content,
   s.source, s.ledger_tags, s.content_hash, s.prev_hash, s.hash, s.redacted, s.meta, s.texts
-  FROM s, k)
+  FROM s, claim)
 INSERT INTO ceiling_memories (owner, id, status, retrievable, kind, scope, partition,
   sensitivity, tags, seq, updated_at, digest, doc, body, embedding)
-SELECT 'c' || :client_id, 'm' || k.seq, s.status, s.retrievable, s.kind, s.scope,
-  s.partition, s.sensitivity, s.tags, k.seq, s.updated_at, s.digest, s.doc, s.body,
-  s.embedding FROM s, k;
+SELECT claim.owner, 'm' || claim.seq, s.status, s.retrievable, s.kind, s.scope,
+  s.partition, s.sensitivity, s.tags, claim.seq, s.updated_at, s.digest, s.doc,
+  to_tsvector('english', s.content), s.embedding FROM s, claim;
 """
 
 
@@ -180,16 +184,22 @@ def server_ceiling(
 ) -> list[dict[str, float]]:
     """PostgreSQL's own benchmark client (pgbench, in C) writing the same rows: 1 vs N.
 
-    Copies of ``ledger`` and ``memories`` with every index (``LIKE … INCLUDING ALL``, the
-    HNSW index too) receive per transaction one ledger row and one memory row taken from
-    what the throughput part wrote, in one statement, as a ``remember`` sends them. With
-    next to no client CPU this is the server's own scaling on this machine: 16 writers
-    cannot write faster than it takes them.
+    Copies of ``heads``, ``ledger`` and ``memories`` with every index (``LIKE … INCLUDING
+    ALL``, the HNSW index too) receive per transaction what a ``remember`` sends in its
+    one statement: the owner's head moved under its row lock, one ledger row and one
+    memory row (its ``tsvector`` computed, as ours is), the rows' values taken from what
+    the throughput part wrote. Each pgbench connection writes its own owner. With next to
+    no client CPU this is the server's own scaling on this machine.
     """
     with psycopg.connect(url, autocommit=True) as db:
+        db.execute("CREATE TABLE ceiling_heads (LIKE heads INCLUDING ALL)")
         db.execute("CREATE TABLE ceiling_ledger (LIKE ledger INCLUDING ALL)")
         db.execute("CREATE TABLE ceiling_memories (LIKE memories INCLUDING ALL)")
-        db.execute("CREATE SEQUENCE ceiling_seq")
+        db.execute(
+            "INSERT INTO ceiling_heads (owner, length, head)"
+            " SELECT 'c' || n, 0, '' FROM generate_series(0, %s) AS n",
+            (processes,),
+        )
         db.execute(
             "CREATE TABLE ceiling_source AS SELECT row_number() OVER () AS n, l.ts, l.content,"
             " l.source, l.tags AS ledger_tags, l.content_hash, l.prev_hash, l.hash,"
@@ -220,6 +230,13 @@ def server_ceiling(
             measured[f"{clients} connection{'s' if clients > 1 else ''}"] = float(found.group(1))
         print(f"pgbench: {measured}", flush=True)
         out.append(measured)
+    with psycopg.connect(url, autocommit=True) as db:  # every transaction wrote its rows
+        counts = db.execute(
+            "SELECT (SELECT sum(length) FROM ceiling_heads),"
+            " (SELECT count(*) FROM ceiling_ledger), (SELECT count(*) FROM ceiling_memories)"
+        ).fetchone()
+    if not (counts and counts[0] == counts[1] == counts[2] > 0):
+        raise RuntimeError(f"pgbench's transactions did not all write their rows: {counts}")
     shutil.rmtree(script.parent, ignore_errors=True)
     return out
 
@@ -229,8 +246,10 @@ def ceiling_lines(rounds: list[dict[str, float]], seconds: int) -> list[str]:
     names = list(rounds[0])
     return [
         "",
-        "PostgreSQL's own client on the same server, same rows, one statement a write"
-        f" (`pgbench -M prepared -T {seconds}`, see `server_ceiling`):",
+        "PostgreSQL's own client on the same server doing what a `remember` asks of it (the"
+        " owner's head moved under its row lock, one ledger row, one memory row with its"
+        f" tsvector, in one statement; `pgbench -M prepared -T {seconds}`, see"
+        " `server_ceiling`):",
         "",
         *_rates_table(rounds, names, "writes/s", names[1], "ratio", label="pgbench, "),
     ]

@@ -142,9 +142,9 @@ class MemoryWrites(MemoryBase):
         if not plans:
             return []
         vectors = self._plan_vectors(plans)
-        return self._append(
-            plans[0].owner, lambda tx: [self._write_plan(tx, plan, vectors) for plan in plans]
-        )
+        # Held from the start and pipelined: a batch is never the one-statement write.
+        with self._writing(plans[0].owner) as tx:
+            return [self._write_plan(tx, plan, vectors) for plan in plans]
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -278,8 +278,15 @@ class MemoryWrites(MemoryBase):
         return self._write_planned(plan)
 
     def _write_planned(self, plan: CreationPlan) -> WriteResult:
-        """Embed a planned creation, then append it on the owner's chain."""
+        """Embed a planned creation, then append it on the owner's chain.
+
+        A creation that reads nothing (all but an edit, which loads what it supersedes)
+        is tried on the head verified last: one statement on a server backend.
+        """
         vectors = self._plan_vectors([plan])
+        if plan.event.supersedes is not None:
+            with self._writing(plan.owner) as tx:
+                return self._write_plan(tx, plan, vectors)
         return self._append(plan.owner, lambda tx: self._write_plan(tx, plan, vectors))
 
     def _plan(

@@ -149,7 +149,8 @@ class Store(Protocol):
         ``expect`` is the tip the caller last saw. The transaction then starts from it
         without asking the database; if the chain is elsewhere when a read or the commit
         needs it, :class:`StaleTipError` is raised and nothing is written. A write that
-        reads nothing can so commit in a single round trip on a server backend.
+        reads nothing and makes one entry creating one memory (a ``remember``) can so
+        commit in a single round trip on a server backend.
         """
         ...
 

@@ -604,9 +604,11 @@ class PostgresStore:
 
         The transaction runs in pipeline mode where libpq has it (14+): what needs no answer
         (BEGIN, the buffered rows, the head's update, COMMIT) travels with the next thing
-        that does, so a ``remember`` costs two round trips (lock the head, commit) instead
-        of seven. With ``expect`` (the tip the writer last saw) a write that reads nothing
-        is one statement and one round trip (see ``_Transaction``). Each round trip, and
+        that does, so a write that reads nothing costs two round trips (lock the head,
+        commit), and each read one more. With ``expect`` (the tip the writer last saw) a
+        write of one entry creating one memory that reads nothing is one statement and one
+        round trip; one that reads or writes more runs without the pipeline, a round trip
+        per statement (see ``_Transaction``). Each round trip, and
         each message the server wakes up for, costs context switches; with many writers
         sharing few cores they were a large part of a write's cost.
         """
