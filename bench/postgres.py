@@ -218,32 +218,34 @@ def server_ceiling(
             "CREATE TABLE ceiling_source AS SELECT row_number() OVER () AS n, l.ts, l.content,"
             " l.source, l.tags AS ledger_tags, l.content_hash, l.prev_hash, l.hash,"
             " l.redacted, l.meta, l.texts, m.status, m.retrievable, m.kind, m.scope,"
-            " m.partition, m.sensitivity, m.tags, m.updated_at, m.digest, m.doc, m.body,"
-            " m.embedding FROM ledger l JOIN memories m ON m.owner = l.owner AND m.seq = l.seq"
+            " m.partition, m.sensitivity, m.tags, m.updated_at, m.digest, m.doc, m.embedding"
+            " FROM ledger l JOIN memories m ON m.owner = l.owner AND m.seq = l.seq"
         )
         db.execute("ALTER TABLE ceiling_source ADD PRIMARY KEY (n)")
         row = db.execute("SELECT count(*) FROM ceiling_source").fetchone()
         rows = int(row[0]) if row else 0
     assert rows, "the throughput part wrote no memories to copy"
-    script = Path(tempfile.mkdtemp(prefix="ledgermind-ceiling-")) / "write.sql"
-    script.write_text(_CEILING_SCRIPT.format(rows=rows))
     info = psycopg.conninfo.conninfo_to_dict(url)
     out = []
-    for _ in range(rounds):
-        measured = {}
-        for clients in (1, processes):
-            result = subprocess.run(
-                [str(bindir / "pgbench"), "-n", "-M", "prepared", "-f", str(script),
-                 "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
-                 "-T", str(seconds), "-h", str(info["host"]), "-U", "postgres",
-                 str(info["dbname"])],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
-            found = re.search(r"tps = ([0-9.]+)", result.stdout)
-            assert found, result.stdout + result.stderr
-            measured[f"{clients} connection{'s' if clients > 1 else ''}"] = float(found.group(1))
-        print(f"pgbench: {measured}", flush=True)
-        out.append(measured)
+    with tempfile.TemporaryDirectory(prefix="ledgermind-ceiling-") as folder:
+        script = Path(folder) / "write.sql"
+        script.write_text(_CEILING_SCRIPT.format(rows=rows))
+        for _ in range(rounds):
+            measured = {}
+            for clients in (1, processes):
+                result = subprocess.run(
+                    [str(bindir / "pgbench"), "-n", "-M", "prepared", "-f", str(script),
+                     "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
+                     "-T", str(seconds), "-h", str(info["host"]), "-U", "postgres",
+                     str(info["dbname"])],
+                    capture_output=True, text=True, check=True,
+                )  # fmt: skip
+                found = re.search(r"tps = ([0-9.]+)", result.stdout)
+                assert found, result.stdout + result.stderr
+                name = f"{clients} connection{'s' if clients > 1 else ''}"
+                measured[name] = float(found.group(1))
+            print(f"pgbench: {measured}", flush=True)
+            out.append(measured)
     with psycopg.connect(url, autocommit=True) as db:  # every transaction wrote its rows
         counts = db.execute(
             "SELECT (SELECT sum(length) FROM ceiling_heads),"
@@ -251,7 +253,6 @@ def server_ceiling(
         ).fetchone()
     if not (counts and counts[0] == counts[1] == counts[2] > 0):
         raise RuntimeError(f"pgbench's transactions did not all write their rows: {counts}")
-    shutil.rmtree(script.parent, ignore_errors=True)
     return out
 
 

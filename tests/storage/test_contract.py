@@ -37,15 +37,25 @@ def append_plain(
     store: Store, owner: str, content: str, texts: dict[str, str] | None = None
 ) -> int:
     with store.write(owner) as tx:
-        tip = tx.tip()
-        entry = make_entry(
-            ts="2026-11-29T10:00:00.000Z",
-            content=content,
-            source="user",
-            tags=("note",),
-            prev_hash=tip.head,
-        )
-        return tx.append(entry, None, texts or {})
+        seq = tx.tip().length
+        append_on(tx, content, texts, tags=("note",))
+        return seq
+
+
+def append_on(
+    tx: Transaction,
+    content: str,
+    texts: dict[str, str] | None = None,
+    *,
+    tags: tuple[str, ...] = (),
+) -> Entry:
+    """Append a plain entry on the transaction's tip; returns it."""
+    entry = make_entry(
+        ts="2026-11-29T10:00:00.000Z", content=content, source="user", tags=tags,
+        prev_hash=tx.tip().head,
+    )  # fmt: skip
+    tx.append(entry, None, texts or {})
+    return entry
 
 
 def stored_files(store: Store) -> list[Path]:
@@ -456,19 +466,6 @@ def test_dropping_no_checkpoint_reply_reports_none(any_store: Store) -> None:
     append_plain(any_store, ALICE, "kept")
     with any_store.write(ALICE) as tx:
         assert tx.drop_replies(b"nothing-matches-this") == 0
-
-
-def append_on(tx: Transaction, content: str) -> Entry:
-    """Append a plain entry on the transaction's tip; returns it."""
-    entry = make_entry(
-        ts="2026-11-29T10:00:00.000Z",
-        content=content,
-        source="user",
-        tags=(),
-        prev_hash=tx.tip().head,
-    )
-    tx.append(entry, None, {})
-    return entry
 
 
 def _create(store: Store, expect: Tip | None, template: MemoryRecord, memory_id: str) -> Entry:

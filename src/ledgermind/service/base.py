@@ -251,8 +251,8 @@ class MemoryBase:
         When this process verified the chain's head and nobody has appended since (the
         common case: one writer per owner), the write builds on that head without asking,
         and a server backend commits one that reads nothing and creates one memory in one
-        round trip. If the chain moved, nothing was
-        written: the write runs again holding the chain, after verifying what was appended.
+        round trip. If the chain moved, nothing was written: the write runs again holding
+        the chain, after verifying what was appended.
         The first try is skipped where it would likely be wasted or is not this write's
         own to retry: while another write of this process to the owner is in flight, while
         other processes are writing to the owner too (seen at our last write), and inside

@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry
 from ledgermind.core.checkpoints import StoredReply as StoredReply
+from ledgermind.core.errors import StaleTipError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory
 
@@ -77,6 +78,13 @@ class Hit:
     memory_id: str
     rank: int
     score: float
+
+
+def stale_tip(owner: str) -> StaleTipError:
+    """The error a store raises when a write's expected tip is not the chain's."""
+    return StaleTipError(
+        f"the ledger of {owner} moved since it was last read; nothing was written", owner=owner
+    )
 
 
 class Transaction(Protocol):

@@ -30,10 +30,10 @@ from psycopg import sql
 from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry, sha256_hex
 from ledgermind.core.checkpoints import StoredReply
-from ledgermind.core.errors import InvalidInputError, StaleTipError, StorageError
+from ledgermind.core.errors import InvalidInputError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
-from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
+from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from ledgermind.storage.rows import TOKEN_COLUMNS, fts_body, memory_doc, recall_row, token_record
 
 TEXT_SEARCH_CONFIG = "english"
@@ -94,12 +94,13 @@ _LOCK_HEAD = "SELECT length, head FROM heads WHERE owner = %s FOR UPDATE"
 _NEW_HEAD = (
     "INSERT INTO heads (owner, length, head) VALUES (%s, 0, '') ON CONFLICT (owner) DO NOTHING"
 )
-_LEDGER_COLUMNS = (
-    "owner, seq, ts, content, source, tags, content_hash, prev_hash, hash, redacted, meta, texts"
-)
-_INSERT_LEDGER = (
-    f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-)
+# The ledger's columns, in the order _Transaction.append buffers a row's values.
+_LEDGER_NAMES = (
+    "owner", "seq", "ts", "content", "source", "tags", "content_hash", "prev_hash", "hash",
+    "redacted", "meta", "texts",
+)  # fmt: skip
+_LEDGER_COLUMNS = ", ".join(_LEDGER_NAMES)
+_INSERT_LEDGER = f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})"
 # Without a new embedding the stored one is kept while the text is unchanged and the
 # memory active and retrievable; it is dropped when it leaves retrieval or its text
 # changed (an erased text leaves no vector behind).
@@ -128,7 +129,7 @@ _UPSERT_MEMORY = (
 # and one round trip: the heads row moves only if it still holds the expected tip (the
 # update waits for a concurrent writer's lock and then re-reads the row), and the inserts
 # take their rows from that update, so a moved chain writes nothing and returns 0.
-_ENTRY_VALUES = ", ".join(f"%(e_{c})s" for c in _LEDGER_COLUMNS.split(", ")[1:])
+_ENTRY_VALUES = ", ".join(f"%(e_{c})s" for c in _LEDGER_NAMES[1:])
 _APPEND_EXPECTED = (
     "WITH claim AS (UPDATE heads SET length = %(new_length)s, head = %(new_head)s"
     " WHERE owner = %(owner)s AND length = %(length)s AND head = %(head)s RETURNING owner),"
@@ -136,12 +137,6 @@ _APPEND_EXPECTED = (
     f" memory AS ({_MEMORY_INTO} SELECT {_MEMORY_VALUES} FROM claim)"
     " SELECT count(*) FROM claim"
 )
-
-
-def _stale(owner: str) -> StaleTipError:
-    return StaleTipError(
-        f"the ledger of {owner} moved since it was last read; nothing was written", owner=owner
-    )
 
 
 def _memory_row(memory: Memory, embedding: Sequence[float] | None) -> dict[str, Any]:
@@ -216,7 +211,7 @@ class _Transaction:
         raises again, so a caller that caught the error cannot commit on the old tip.
         """
         if self._stale:
-            raise _stale(self._owner)
+            raise stale_tip(self._owner)
         if self._held:
             return
         self._db.execute("BEGIN")
@@ -224,7 +219,7 @@ class _Transaction:
         if found != self._stored_tip:
             self._stale = True
             self._db.execute("ROLLBACK")
-            raise _stale(self._owner)
+            raise stale_tip(self._owner)
         self._held = True
 
     def flush(self) -> None:
@@ -249,30 +244,33 @@ class _Transaction:
 
     def commit_expected(self) -> None:
         """End an expected-tip transaction: one statement if it can, else flush and COMMIT."""
-        if self._stale:
-            raise _stale(self._owner)
-        if self._held:
-            self.flush()
-            self._db.execute("COMMIT")
-            return
-        if not self._ledger and not self._rows:
-            return
-        if len(self._ledger) == 1 and len(self._rows) == 1 and self._rows[0][0] == _INSERT_MEMORY:
-            entry = dict(zip(_LEDGER_COLUMNS.split(", "), self._ledger[0], strict=True))
-            params = {f"e_{k}": v for k, v in entry.items() if k != "owner"}
-            params |= self._rows[0][1]
-            params |= {
-                "length": self._stored_tip.length,
-                "head": self._stored_tip.head,
-                "new_length": self._tip.length,
-                "new_head": self._tip.head,
-            }
-            row = self._db.execute(_APPEND_EXPECTED, params).fetchone()
-            if not row or row[0] != 1:
-                raise _stale(self._owner)
-            return
-        self.flush()
+        if not self._held and not self._stale:
+            if not self._ledger and not self._rows:
+                return  # nothing to write, and no transaction was opened
+            if (
+                len(self._ledger) == 1
+                and len(self._rows) == 1
+                and self._rows[0][0] == _INSERT_MEMORY
+            ):
+                self._append_expected()
+                return
+        self.flush()  # takes the lock first (and raises again if the tip was found moved)
         self._db.execute("COMMIT")
+
+    def _append_expected(self) -> None:
+        """The one buffered entry and memory as ``_APPEND_EXPECTED``; a moved tip raises."""
+        params = {f"e_{k}": v for k, v in zip(_LEDGER_NAMES, self._ledger[0], strict=True)}
+        del params["e_owner"]
+        params |= self._rows[0][1]
+        params |= {
+            "length": self._stored_tip.length,
+            "head": self._stored_tip.head,
+            "new_length": self._tip.length,
+            "new_head": self._tip.head,
+        }
+        row = self._db.execute(_APPEND_EXPECTED, params).fetchone()
+        if not row or row[0] != 1:
+            raise stale_tip(self._owner)
 
     def tip(self) -> Tip:
         return self._tip
@@ -619,7 +617,7 @@ class PostgresStore:
             # (a write nested in this thread's open write runs as a savepoint of it)
             with self._plain_write(db, owner) as tx:
                 if expect is not None and tx.tip() != expect:
-                    raise _stale(owner)
+                    raise stale_tip(owner)
                 yield tx
         else:
             try:

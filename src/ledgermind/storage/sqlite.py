@@ -20,10 +20,10 @@ import sqlite_vec
 from ledgermind.core.access import TokenRecord
 from ledgermind.core.chain import Entry
 from ledgermind.core.checkpoints import StoredReply
-from ledgermind.core.errors import IntegrityError, StaleTipError, StorageError
+from ledgermind.core.errors import IntegrityError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
-from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip
+from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from ledgermind.storage.rows import TOKEN_COLUMNS, fts_body, memory_doc, recall_row, token_record
 from ledgermind.storage.vectors import (
     CachedVectors,
@@ -349,10 +349,7 @@ class SQLiteStore:
             with self._immediate(db):
                 tx = _Transaction(self, db, owner)
                 if expect is not None and tx.tip() != expect:
-                    raise StaleTipError(
-                        f"the ledger of {owner} moved since it was last read; nothing was written",
-                        owner=owner,
-                    )
+                    raise stale_tip(owner)
                 yield tx
                 if tx.vector_changes:
                     generation = self._bump_generation(db, owner)
