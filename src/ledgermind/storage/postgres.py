@@ -34,7 +34,14 @@ from ledgermind.core.errors import InvalidInputError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
-from ledgermind.storage.rows import TOKEN_COLUMNS, fts_body, memory_doc, recall_row, token_record
+from ledgermind.storage.rows import (
+    TOKEN_COLUMNS,
+    fts_body,
+    memory_doc,
+    recall_row,
+    stored_json,
+    token_record,
+)
 
 TEXT_SEARCH_CONFIG = "english"
 # Tables that hold erasable text; compact() rewrites them after an erasure.
@@ -82,7 +89,7 @@ def tsquery_text(terms: Sequence[tuple[str, bool]]) -> str:
 
 
 def _texts(texts: Mapping[str, str]) -> str | None:
-    return json.dumps(dict(texts), ensure_ascii=False) if texts else None
+    return stored_json(dict(texts)) if texts else None
 
 
 def _vector(embedding: Sequence[float]) -> str:
@@ -108,11 +115,16 @@ _MEMORY_INTO = (
     "INSERT INTO memories AS m (owner, id, status, retrievable, kind, scope, partition,"
     " sensitivity, tags, seq, updated_at, digest, doc, body, embedding)"
 )
-_MEMORY_VALUES = (
-    "%(owner)s, %(id)s, %(status)s, %(retrievable)s, %(kind)s, %(scope)s,"
-    " %(partition)s, %(sensitivity)s, %(tags)s, %(seq)s, %(updated_at)s, %(digest)s,"
-    " %(doc)s, to_tsvector(%(config)s::regconfig, %(body)s), %(vector)s::vector"
+# A memory row's parameters (``_memory_row``'s keys) in the order its values take them:
+# named for the bulk statements, positional for the one-statement append.
+_MEMORY_PARAMS = (
+    "owner", "id", "status", "retrievable", "kind", "scope", "partition", "sensitivity",
+    "tags", "seq", "updated_at", "digest", "doc", "config", "body", "vector",
+)  # fmt: skip
+_MEMORY_VALUES_OF = (
+    "{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, to_tsvector({}::regconfig, {}), {}::vector"
 )
+_MEMORY_VALUES = _MEMORY_VALUES_OF.format(*(f"%({name})s" for name in _MEMORY_PARAMS))
 _INSERT_MEMORY = f"{_MEMORY_INTO} VALUES ({_MEMORY_VALUES})"  # a new id: a clash fails
 _UPSERT_MEMORY = (
     f"{_INSERT_MEMORY}"
@@ -129,12 +141,15 @@ _UPSERT_MEMORY = (
 # and one round trip: the heads row moves only if it still holds the expected tip (the
 # update waits for a concurrent writer's lock and then re-reads the row), and the inserts
 # take their rows from that update, so a moved chain writes nothing and returns 0.
-_ENTRY_VALUES = ", ".join(f"%(e_{c})s" for c in _LEDGER_NAMES[1:])
+# Its parameters are positional: the new tip, the owner and the expected tip, then the
+# ledger row's values after its owner, then the memory row's in ``_MEMORY_PARAMS`` order.
 _APPEND_EXPECTED = (
-    "WITH claim AS (UPDATE heads SET length = %(new_length)s, head = %(new_head)s"
-    " WHERE owner = %(owner)s AND length = %(length)s AND head = %(head)s RETURNING owner),"
-    f" entry AS (INSERT INTO ledger ({_LEDGER_COLUMNS}) SELECT owner, {_ENTRY_VALUES} FROM claim),"
-    f" memory AS ({_MEMORY_INTO} SELECT {_MEMORY_VALUES} FROM claim)"
+    "WITH claim AS (UPDATE heads SET length = %s, head = %s"
+    " WHERE owner = %s AND length = %s AND head = %s RETURNING owner),"
+    f" entry AS (INSERT INTO ledger ({_LEDGER_COLUMNS})"
+    f" SELECT owner, {', '.join(['%s'] * (len(_LEDGER_NAMES) - 1))} FROM claim),"
+    f" memory AS ({_MEMORY_INTO}"
+    f" SELECT {_MEMORY_VALUES_OF.format(*['%s'] * len(_MEMORY_PARAMS))} FROM claim)"
     " SELECT count(*) FROM claim"
 )
 
@@ -259,16 +274,17 @@ class _Transaction:
 
     def _append_expected(self) -> None:
         """The one buffered entry and memory as ``_APPEND_EXPECTED``; a moved tip raises."""
-        params = {f"e_{k}": v for k, v in zip(_LEDGER_NAMES, self._ledger[0], strict=True)}
-        del params["e_owner"]
-        params |= self._rows[0][1]
-        params |= {
-            "length": self._stored_tip.length,
-            "head": self._stored_tip.head,
-            "new_length": self._tip.length,
-            "new_head": self._tip.head,
-        }
-        row = self._db.execute(_APPEND_EXPECTED, params).fetchone()
+        memory = self._rows[0][1]
+        params = (
+            self._tip.length,
+            self._tip.head,
+            self._owner,
+            self._stored_tip.length,
+            self._stored_tip.head,
+            *self._ledger[0][1:],
+            *[memory[name] for name in _MEMORY_PARAMS],
+        )
+        row = self._store._append_cursor(self._db).execute(_APPEND_EXPECTED, params).fetchone()
         if not row or row[0] != 1:
             raise stale_tip(self._owner)
 
@@ -295,7 +311,7 @@ class _Transaction:
                 entry.ts,
                 entry.content,
                 entry.source,
-                json.dumps(list(entry.tags), ensure_ascii=False),
+                stored_json(list(entry.tags)),
                 entry.content_hash,
                 entry.prev_hash,
                 entry.hash,
@@ -335,7 +351,7 @@ class _Transaction:
                 entry.ts,
                 entry.content,
                 entry.source,
-                json.dumps(list(entry.tags), ensure_ascii=False),
+                stored_json(list(entry.tags)),
                 entry.content_hash,
                 entry.prev_hash,
                 entry.hash,
@@ -413,6 +429,15 @@ class PostgresStore:
             with self._lock:
                 self._connections.append(db)
         return db
+
+    def _append_cursor(self, db: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
+        """One cursor per connection for the one-statement append, kept: a new cursor per
+        write would set up its adapters again each time."""
+        cursor: psycopg.Cursor[Any] | None = getattr(self._local, "append_cursor", None)
+        if cursor is None or cursor.connection is not db:
+            cursor = db.cursor()
+            self._local.append_cursor = cursor
+        return cursor
 
     def schema_version(self) -> int:
         """The highest migration applied to the database (0 for a fresh one)."""

@@ -17,9 +17,16 @@ TOKEN_COLUMNS = (
 """The ``tokens`` table's columns, in the order :func:`token_record` reads them."""
 
 
+# Encoders built once: ``json.dumps`` with any option builds a new encoder per call, and
+# these run for every row a write stores.
+_DOC_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+stored_json = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)``: a ledger row's ``tags`` and ``texts``."""
+
+
 def memory_doc(memory: Memory) -> str:
     """The stored JSON document of a memory (compact, UTF-8 as is)."""
-    return json.dumps(memory.to_dict(), ensure_ascii=False, separators=(",", ":"))
+    return _DOC_ENCODER.encode(memory.to_dict())
 
 
 def fts_body(memory: Memory) -> str:

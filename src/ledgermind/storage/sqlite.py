@@ -24,7 +24,14 @@ from ledgermind.core.errors import IntegrityError, StorageError
 from ledgermind.core.events import Record
 from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
-from ledgermind.storage.rows import TOKEN_COLUMNS, fts_body, memory_doc, recall_row, token_record
+from ledgermind.storage.rows import (
+    TOKEN_COLUMNS,
+    fts_body,
+    memory_doc,
+    recall_row,
+    stored_json,
+    token_record,
+)
 from ledgermind.storage.vectors import (
     CachedVectors,
     VectorCache,
@@ -162,13 +169,13 @@ class _Transaction:
                 entry.ts,
                 entry.content,
                 entry.source,
-                json.dumps(list(entry.tags), ensure_ascii=False),
+                stored_json(list(entry.tags)),
                 entry.content_hash,
                 entry.prev_hash,
                 entry.hash,
                 int(entry.redacted),
                 meta,
-                json.dumps(dict(texts), ensure_ascii=False) if texts else None,
+                stored_json(dict(texts)) if texts else None,
             ),
         )
         self._db.execute(
@@ -189,7 +196,7 @@ class _Transaction:
             (
                 entry.content,
                 int(entry.redacted),
-                json.dumps(dict(texts), ensure_ascii=False) if texts else None,
+                stored_json(dict(texts)) if texts else None,
                 self._owner,
                 seq,
             ),
@@ -204,7 +211,7 @@ class _Transaction:
                 entry.ts,
                 entry.content,
                 entry.source,
-                json.dumps(list(entry.tags), ensure_ascii=False),
+                stored_json(list(entry.tags)),
                 entry.content_hash,
                 entry.prev_hash,
                 entry.hash,
