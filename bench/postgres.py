@@ -7,8 +7,10 @@ socket only) with durable commits
 part's figures into docs/benchmarks.md between its own markers (``bench:postgres-writes``,
 ``bench:postgres-scale``, ``bench:postgres-migrate``); a part given 0 is skipped and its
 recorded figures stay. ``--ceiling`` runs pgbench after the writes, asking of the server
-what a ``remember`` asks, from 1 and from N connections; ``--embed`` makes the writers
-embed with the shipped model, as a served write does.
+what a ``remember`` asks, from 1 and from N connections, then the thinnest Python writer
+sending that same statement from 1 and from N processes; ``--embed`` makes the writers
+embed with the shipped model, as a served write does. Where ``perf`` runs, the machine's
+CPU cycles per write are counted for one writer and for N.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import multiprocessing
 import os
 import platform
+import random
 import re
 import shutil
 import statistics
@@ -269,6 +272,32 @@ SELECT claim.owner, 'm' || claim.seq, s.status, s.retrievable, s.kind, s.scope,
 """
 
 
+# The same statement for psycopg: the row to copy and the owner as parameters.
+_THIN_STATEMENT = (
+    _CEILING_SCRIPT.split("\n", 1)[1]
+    .replace(":n", "%(n)s")
+    .replace("'c' || :client_id", "%(owner)s")
+)
+
+
+def _thin_writer(
+    url: str, owner: str, rows: int, at: float, seconds: float
+) -> tuple[float, float, int, float, float]:
+    """The thinnest Python writer: psycopg sending ``server_ceiling``'s statement, prepared,
+    for one owner from ``at`` for ``seconds``, and nothing else. (start, end, writes, 0, 0)
+    as ``_writer`` returns them."""
+    pick = random.Random(owner)
+    with psycopg.connect(url, autocommit=True) as db, db.cursor() as cursor:
+        for _ in range(5):  # prepared from here on
+            cursor.execute(_THIN_STATEMENT, {"n": pick.randint(1, rows), "owner": owner})
+        time.sleep(max(0.0, at - time.time()))
+        began, count = time.time(), 0
+        while time.time() < at + seconds:
+            cursor.execute(_THIN_STATEMENT, {"n": pick.randint(1, rows), "owner": owner})
+            count += 1
+        return began, time.time(), count, 0.0, 0.0
+
+
 def server_ceiling(
     url: str, bindir: Path, processes: int, seconds: int, rounds: int
 ) -> list[dict[str, float]]:
@@ -280,6 +309,10 @@ def server_ceiling(
     memory row (its ``tsvector`` computed, as ours is), the rows' values taken from what
     the throughput part wrote. Each pgbench connection writes its own owner. With next to
     no client CPU this is the server's own scaling on this machine.
+
+    Each round then runs the thinnest Python writer (``_thin_writer``: psycopg sending the
+    same statement and nothing else) from 1 and from N processes, the same way: the most
+    any Python writer, one process per connection, could scale here.
     """
     with psycopg.connect(url, autocommit=True) as db:
         db.execute("CREATE TABLE ceiling_heads (LIKE heads INCLUDING ALL)")
@@ -303,7 +336,14 @@ def server_ceiling(
     assert rows, "the throughput part wrote no memories to copy"
     info = psycopg.conninfo.conninfo_to_dict(url)
     out = []
-    with tempfile.TemporaryDirectory(prefix="ledgermind-ceiling-") as folder:
+    context = multiprocessing.get_context("spawn")
+    with (
+        tempfile.TemporaryDirectory(prefix="ledgermind-ceiling-") as folder,
+        context.Manager() as manager,
+        context.Pool(processes) as pool,
+    ):
+        barrier = manager.Barrier(processes)
+        pool.starmap(_start, [(barrier,)] * processes, chunksize=1)
         script = Path(folder) / "write.sql"
         script.write_text(_CEILING_SCRIPT.format(rows=rows))
         for _ in range(rounds):
@@ -320,7 +360,12 @@ def server_ceiling(
                 assert found, result.stdout + result.stderr
                 name = f"{clients} connection{'s' if clients > 1 else ''}"
                 measured[name] = float(found.group(1))
-            print(f"pgbench: {measured}", flush=True)
+            for clients in (1, processes):
+                at = time.time() + 3
+                jobs = [(url, f"c{n}", rows, at, seconds) for n in range(clients)]
+                spans = pool.starmap(_thin_writer, jobs, chunksize=1)
+                measured[f"{clients} process{'es' if clients > 1 else ''}"] = _rate(spans)
+            print(f"pgbench, then the thin Python writer: {measured}", flush=True)
             out.append(measured)
     with psycopg.connect(url, autocommit=True) as db:  # every transaction wrote its rows
         counts = db.execute(
@@ -328,12 +373,13 @@ def server_ceiling(
             " (SELECT count(*) FROM ceiling_ledger), (SELECT count(*) FROM ceiling_memories)"
         ).fetchone()
     if not (counts and counts[0] == counts[1] == counts[2] > 0):
-        raise RuntimeError(f"pgbench's transactions did not all write their rows: {counts}")
+        raise RuntimeError(f"the ceiling's transactions did not all write their rows: {counts}")
     return out
 
 
 def ceiling_lines(rounds: list[dict[str, float]], seconds: int) -> list[str]:
-    """The server-ceiling table: each round's pgbench rates and their ratio, then medians."""
+    """The server-ceiling tables: each round's pgbench rates, then the thin Python writer's,
+    with their ratios and medians."""
     names = list(rounds[0])
     return [
         "",
@@ -342,7 +388,12 @@ def ceiling_lines(rounds: list[dict[str, float]], seconds: int) -> list[str]:
         f" tsvector, in one statement; `pgbench -M prepared -T {seconds}`, see"
         " `server_ceiling`):",
         "",
-        *_rates_table(rounds, names, "writes/s", names[1], "ratio", label="pgbench, "),
+        *_rates_table(rounds, names[:2], "writes/s", names[1], "ratio", label="pgbench, "),
+        "",
+        "The thinnest Python writer, one process per connection: psycopg sending that same"
+        f" statement, prepared, for {seconds} s, and doing nothing else (`_thin_writer`):",
+        "",
+        *_rates_table(rounds, names[2:], "writes/s", names[3], "ratio", label="Python, "),
     ]
 
 
