@@ -10,8 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from ledgermind.service.memory import Memory
+from ledgermind.storage.base import Hit, MemoryFilter
 from ledgermind.storage.postgres import PostgresStore
 from tests.conftest import vector_facade
 
@@ -78,3 +80,45 @@ def test_a_remember_after_another_writer_moved_the_chain_holds_it_and_lands(
     finally:
         memory.close()
         other.close()
+
+
+def test_a_vector_search_is_one_round_trip(pg_url: str, tmp_path: Path) -> None:
+    store, memory = _facade(pg_url)
+    try:
+        memory.remember_many(["green tea in the morning", "the train to Lisbon", "piano"])
+        assert memory.embedder is not None
+        embedding = memory.embedder.embed(["green tea"])[0]
+        query = MemoryFilter(retrievable_only=True)
+
+        def search() -> list[Hit]:
+            return store.vector(memory.principal, embedding, 5, query)
+
+        # The first search learns that the server takes both settings; the next few pass
+        # psycopg's prepare threshold (preparing costs one more trip, once).
+        first = search()
+        for _ in range(6):
+            assert search() == first
+        found: list[list[Hit]] = []
+        sent = _messages(store, tmp_path / "trace", lambda: found.append(search()))
+        assert sent.count("Sync") == 1, sent  # BEGIN, settings, query, COMMIT: one trip
+        assert found == [first]
+        assert [hit.rank for hit in first] == [1, 2, 3]
+        assert store._connection().info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    finally:
+        memory.close()
+
+
+def test_a_failed_vector_search_leaves_the_connection_usable(pg_url: str) -> None:
+    store, memory = _facade(pg_url)
+    try:
+        memory.remember("green tea in the morning")
+        assert memory.embedder is not None
+        embedding = memory.embedder.embed(["green tea"])[0]
+        query = MemoryFilter(retrievable_only=True)
+        store.vector(memory.principal, embedding, 5, query)  # learns the settings
+        with pytest.raises(psycopg.Error):  # a vector of another dimension than the index's
+            store.vector(memory.principal, [0.5, 0.5, 0.5], 5, query)
+        assert store._connection().info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert len(store.vector(memory.principal, embedding, 5, query)) == 1
+    finally:
+        memory.close()

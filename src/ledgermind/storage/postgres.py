@@ -97,6 +97,11 @@ def _vector(embedding: Sequence[float]) -> str:
     return repr([float(x) for x in values])  # "[0.1, -0.2, …]": pgvector's text form
 
 
+# A vector search's settings, for its transaction only (pgvector >= 0.8 knows both).
+_SEARCH_SETTINGS = (
+    "SELECT set_config('hnsw.ef_search', %s, true),"
+    " set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+)
 _LOCK_HEAD = "SELECT length, head FROM heads WHERE owner = %s FOR UPDATE"
 _NEW_HEAD = (
     "INSERT INTO heads (owner, length, head) VALUES (%s, 0, '') ON CONFLICT (owner) DO NOTHING"
@@ -886,7 +891,10 @@ class PostgresStore:
         """Nearest retrievable memories by cosine similarity (higher is better), via HNSW.
 
         ``hnsw.ef_search`` is raised to the limit so the index returns as many neighbours
-        as asked; ``iterative_scan`` keeps reading when the filter drops some.
+        as asked; ``iterative_scan`` keeps reading when the filter drops some. Both are
+        set for this transaction only; once the server is known to take both, the
+        transaction (BEGIN, settings, query, COMMIT) travels as one pipeline: one round
+        trip.
         """
         where, params = self._where(owner, query)
         dimension = len(embedding)
@@ -898,14 +906,26 @@ class PostgresStore:
         literal = _vector(embedding)
         db = self._connection()
         ef_search = str(min(max(limit, 40), 1000))
+        if (
+            self._iterative_scan
+            and getattr(self._local, "writing", None) is None
+            and psycopg.Pipeline.is_supported()
+        ):
+            try:
+                with db.pipeline():
+                    db.execute("BEGIN")
+                    db.execute(_SEARCH_SETTINGS, (ef_search,))
+                    found = db.execute(statement, [literal, *params, literal, limit])
+                    db.execute("COMMIT")
+                rows = found.fetchall()
+            except BaseException:
+                self._roll_back(db)
+                raise
+            return [Hit(str(r[0]), rank, float(r[1])) for rank, r in enumerate(rows, start=1)]
         with self._transaction(db):
             if self._iterative_scan:
                 # One round trip for both settings (pgvector >= 0.8 knows iterative_scan).
-                db.execute(
-                    "SELECT set_config('hnsw.ef_search', %s, true),"
-                    " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                    (ef_search,),
-                )
+                db.execute(_SEARCH_SETTINGS, (ef_search,))
             else:
                 db.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef_search,))
                 if self._iterative_scan is None:
