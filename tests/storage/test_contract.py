@@ -540,3 +540,15 @@ def test_a_minted_id_that_is_already_taken_fails_the_write(any_store: Store) -> 
         assert any_store.tip(ALICE) == before
         assert any_store.get(ALICE, made.id) == template
     assert verify_records(any_store.records(ALICE)).ok
+
+
+def test_get_many_reads_one_owners_memories_by_id(any_store: Store) -> None:
+    memory = vector_facade(any_store)
+    tea = memory.remember("green tea in the morning")
+    dog = memory.remember("the dog is called Pixel")
+    theirs = memory.remember("Bob likes tea", owner=BOB, actor=BOB)
+    found = any_store.get_many(ALICE, [dog.id, tea.id, "m_missing", theirs.id, tea.id])
+    assert found == {tea.id: any_store.get(ALICE, tea.id), dog.id: any_store.get(ALICE, dog.id)}
+    assert found[tea.id].content == "green tea in the morning"
+    assert any_store.get_many(ALICE, []) == {}
+    assert set(any_store.get_many(BOB, [theirs.id, tea.id])) == {theirs.id}

@@ -50,8 +50,10 @@ META_VERSION: Final = 1
 def canonical(document: Mapping[str, Any]) -> str:
     """RFC 8785 canonical JSON text of a document."""
     value = dict(document)
-    fast = _plain_canonical(value)
-    return fast if fast is not None else rfc8785.dumps(value).decode("utf-8")
+    text = _plain_text(value)
+    if text is not None and _utf8(text) is not None:
+        return text
+    return rfc8785.dumps(value).decode("utf-8")
 
 
 CanonicalizationError = rfc8785.CanonicalizationError
@@ -60,8 +62,9 @@ CanonicalizationError = rfc8785.CanonicalizationError
 
 def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 canonical JSON (UTF-8 bytes) of any JSON value: the one place JCS is called."""
-    fast = _plain_canonical(value)
-    return fast.encode("utf-8") if fast is not None else rfc8785.dumps(value)
+    text = _plain_text(value)
+    data = None if text is None else _utf8(text)
+    return data if data is not None else rfc8785.dumps(value)
 
 
 # Every write canonicalises its event's metadata, and the library, written in Python, takes
@@ -77,15 +80,21 @@ _PLAIN_NODES: Final = 100_000
 _plain_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-def _plain_canonical(value: Any) -> str | None:
+def _plain_text(value: Any) -> str | None:
+    """The canonical text of a plain value, or None to ask the library."""
     if not _plain(value):
         return None
-    text = _plain_encoder.encode(value)
     try:
-        text.encode("utf-8")
+        return _plain_encoder.encode(value)
+    except RecursionError:  # nested deeper than the C encoder goes: the library decides
+        return None
+
+
+def _utf8(text: str) -> bytes | None:
+    try:
+        return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: the library's error says so
         return None
-    return text
 
 
 def _plain(value: Any) -> bool:

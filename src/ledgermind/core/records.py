@@ -262,21 +262,36 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (the projection's comparable form)."""
-        # Runs for every memory a write touches: every field is read at once, then the
-        # few that are not plain values are converted by name.
-        out = dict(zip(_MEMORY_FIELDS, _read_fields(self), strict=True))
-        out["scope"] = self.scope.to_json()
-        out["ttl"] = self.ttl.to_json()
-        out["audit"] = [item.to_json() for item in self.audit]
-        out["relations"] = [relation.to_json() for relation in self.relations]
-        out["tags"] = list(self.tags)
-        out["derived_from"] = list(self.derived_from)
-        out["extra"] = dict(self.extra)
-        out["stamps"] = dict(self.stamps)
-        return out
+        # Runs for every memory a write touches: every field is read at once, and only
+        # the values that are not already plain (text, numbers, None) are converted.
+        plain = _PLAIN
+        return {
+            name: value if type(value) in plain else _json_value(name, value)
+            for name, value in zip(_MEMORY_FIELDS, _read_fields(self), strict=True)
+        }
+
+
+def _json_value(name: str, value: Any) -> Any:
+    kind = type(value)  # the usual types first, by identity; then what the fields allow
+    if kind is tuple and name not in ("audit", "relations"):
+        return list(value)
+    if kind is dict:
+        return dict(value)
+    if kind is Scope or kind is TTL:
+        return value.to_json()
+    if isinstance(value, Scope | TTL):
+        return value.to_json()
+    if name in ("audit", "relations"):
+        return [v.to_json() for v in value]
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
 
 
 _MEMORY_FIELDS: Final = tuple(f.name for f in fields(Memory))
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 _read_fields: Final = operator.attrgetter(*_MEMORY_FIELDS)
 
 

@@ -191,9 +191,7 @@ def recall(
     if not found:
         return []
     rows = store.recall_rows(owner, list(found))
-    moment = None if query.as_of is None else _parse(query.as_of)
-    held: dict[str, Memory] = {}
-    candidates = []
+    kept: list[tuple[RecallRow, dict[str, Any], bool]] = []
     for memory_id, scores in found.items():
         row = rows.get(memory_id)
         if row is None or not row.text or is_expired(row, now):
@@ -205,20 +203,24 @@ def recall(
         stale = is_stale(row, now)
         if stale and not query.include_stale:
             continue
-        if moment is not None:
-            memory = store.get(owner, memory_id)
-            if memory is None or not was_retrievable_at(memory, moment):
-                continue
-            held[memory_id] = memory
-        candidates.append(_candidate(row, scores, stale))
+        kept.append((row, scores, stale))
+    held: dict[str, Memory] = {}
+    if query.as_of is not None:  # which of them were retrievable then: their audit trails
+        moment = _parse(query.as_of)
+        held = store.get_many(owner, [row.memory_id for row, _, _ in kept])
+        kept = [c for c in kept if c[0].memory_id in held]
+        kept = [c for c in kept if was_retrievable_at(held[c[0].memory_id], moment)]
+    candidates = [_candidate(row, scores, stale) for row, scores, stale in kept]
     analysis = analyze_query(text)
     ranked = rank(analysis, candidates, now=now, limit=query.limit)
-    out = []
-    for best in ranked:
-        memory = held.get(best.memory_id) or store.get(owner, best.memory_id)
-        if memory is not None:
-            out.append(RecallHit(memory, best.score, best.explanation.to_dict()))
-    return out
+    missing = [best.memory_id for best in ranked if best.memory_id not in held]
+    if missing:
+        held |= store.get_many(owner, missing)
+    return [
+        RecallHit(held[best.memory_id], best.score, best.explanation.to_dict())
+        for best in ranked
+        if best.memory_id in held
+    ]
 
 
 def _candidate(row: RecallRow, scores: dict[str, Any], stale: bool) -> Candidate:

@@ -178,6 +178,10 @@ class Store(Protocol):
         """One projected memory of one owner."""
         ...
 
+    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """Projected memories of one owner by id, in one query (missing ids are left out)."""
+        ...
+
     def locate(self, memory_id: str) -> str | None:
         """The owner of a memory id, if any owner has it."""
         ...

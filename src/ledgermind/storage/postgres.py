@@ -740,6 +740,19 @@ class PostgresStore:
         """One projected memory."""
         return self._get(self._connection(), owner, memory_id)
 
+    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """Projected memories by id, in one query (missing ids are left out)."""
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT doc FROM memories WHERE owner = %s AND id = ANY(%s)",
+                (owner, list(memory_ids)),
+            )
+            .fetchall()
+        )
+        found = (memory_from_dict(json.loads(row[0])) for row in rows)
+        return {memory.id: memory for memory in found}
+
     def locate(self, memory_id: str) -> str | None:
         """The owner of a memory id — the one query that crosses owners (a cold path)."""
         row = (
