@@ -298,6 +298,33 @@ def _thin_writer(
         return began, time.time(), count, 0.0, 0.0
 
 
+def _libpq_writer(
+    url: str, owner: str, rows: int, at: float, seconds: float
+) -> tuple[float, float, int, float, float]:
+    """Thinner still: the same statement through psycopg's libpq binding itself (prepared
+    once, then ``exec_prepared`` with text parameters; no cursor, no adaptation)."""
+    statement = _THIN_STATEMENT.replace("%(n)s", "$1::bigint").replace("%(owner)s", "$2")
+    connection = psycopg.pq.PGconn.connect(psycopg.conninfo.make_conninfo(url).encode())
+    try:
+        prepared = connection.prepare(b"write", statement.encode())
+        assert prepared.status == psycopg.pq.ExecStatus.COMMAND_OK, prepared.error_message
+        pick, name = random.Random(owner), owner.encode()
+
+        def write() -> None:
+            result = connection.exec_prepared(b"write", [str(pick.randint(1, rows)).encode(), name])
+            assert result.status == psycopg.pq.ExecStatus.COMMAND_OK, result.error_message
+
+        write()
+        time.sleep(max(0.0, at - time.time()))
+        began, count = time.time(), 0
+        while time.time() < at + seconds:
+            write()
+            count += 1
+        return began, time.time(), count, 0.0, 0.0
+    finally:
+        connection.finish()
+
+
 def server_ceiling(
     url: str, bindir: Path, processes: int, seconds: int, rounds: int
 ) -> list[dict[str, float]]:
@@ -311,8 +338,9 @@ def server_ceiling(
     no client CPU this is the server's own scaling on this machine.
 
     Each round then runs the thinnest Python writer (``_thin_writer``: psycopg sending the
-    same statement and nothing else) from 1 and from N processes, the same way: the most
-    any Python writer, one process per connection, could scale here.
+    same statement and nothing else) from 1 and from N processes, the same way, and
+    ``_libpq_writer``, thinner still: how far a Python writer, one process per
+    connection, could scale here.
     """
     with psycopg.connect(url, autocommit=True) as db:
         db.execute("CREATE TABLE ceiling_heads (LIKE heads INCLUDING ALL)")
@@ -360,12 +388,14 @@ def server_ceiling(
                 assert found, result.stdout + result.stderr
                 name = f"{clients} connection{'s' if clients > 1 else ''}"
                 measured[name] = float(found.group(1))
-            for clients in (1, processes):
-                at = time.time() + 3
-                jobs = [(url, f"c{n}", rows, at, seconds) for n in range(clients)]
-                spans = pool.starmap(_thin_writer, jobs, chunksize=1)
-                measured[f"{clients} process{'es' if clients > 1 else ''}"] = _rate(spans)
-            print(f"pgbench, then the thin Python writer: {measured}", flush=True)
+            for label, writer in (("psycopg", _thin_writer), ("libpq", _libpq_writer)):
+                for clients in (1, processes):
+                    at = time.time() + 3
+                    jobs = [(url, f"c{n}", rows, at, seconds) for n in range(clients)]
+                    spans = pool.starmap(writer, jobs, chunksize=1)
+                    plural = "es" if clients > 1 else ""
+                    measured[f"{label}, {clients} process{plural}"] = _rate(spans)
+            print(f"pgbench, then the thin Python writers: {measured}", flush=True)
             out.append(measured)
     with psycopg.connect(url, autocommit=True) as db:  # every transaction wrote its rows
         counts = db.execute(
@@ -378,7 +408,7 @@ def server_ceiling(
 
 
 def ceiling_lines(rounds: list[dict[str, float]], seconds: int) -> list[str]:
-    """The server-ceiling tables: each round's pgbench rates, then the thin Python writer's,
+    """The server-ceiling tables: each round's pgbench rates, then the thin Python writers',
     with their ratios and medians."""
     names = list(rounds[0])
     return [
@@ -390,10 +420,14 @@ def ceiling_lines(rounds: list[dict[str, float]], seconds: int) -> list[str]:
         "",
         *_rates_table(rounds, names[:2], "writes/s", names[1], "ratio", label="pgbench, "),
         "",
-        "The thinnest Python writer, one process per connection: psycopg sending that same"
-        f" statement, prepared, for {seconds} s, and doing nothing else (`_thin_writer`):",
+        "The thinnest Python writers, one process per connection, sending that same"
+        f" statement, prepared, for {seconds} s, and doing nothing else: through a psycopg"
+        " cursor (`_thin_writer`), and through psycopg's libpq binding itself"
+        " (`_libpq_writer`):",
         "",
-        *_rates_table(rounds, names[2:], "writes/s", names[3], "ratio", label="Python, "),
+        *_rates_table(rounds, names[2:4], "writes/s", names[3], "ratio"),
+        "",
+        *_rates_table(rounds, names[4:6], "writes/s", names[5], "ratio"),
     ]
 
 
