@@ -1,8 +1,10 @@
-"""What every benchmark shares: its section of docs/benchmarks.md and a nearest-rank quantile."""
+"""What every benchmark shares: its section of docs/benchmarks.md, a nearest-rank quantile,
+and the step clock and vocabulary of the write benchmarks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
@@ -32,3 +34,15 @@ def percentile(values: Sequence[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+WORDS = ("tea", "coffee", "train", "window", "garden", "piano", "python", "lisbon", "marathon")
+"""The write benchmarks' vocabulary (every generated note names one)."""
+
+
+def step_clock(offset_hours: int = 0) -> Callable[[], datetime]:
+    """A clock for ``Memory`` that moves 1 ms per reading from 2026-11-29 + the offset, so
+    every write gets its own time and runs repeat exactly."""
+    start = datetime(2026, 11, 29, tzinfo=UTC) + timedelta(hours=offset_hours)
+    steps = iter(range(10**12))
+    return lambda: start + timedelta(milliseconds=next(steps))

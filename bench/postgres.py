@@ -28,13 +28,14 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from bench.common import markers, record_block
+from bench.common import WORDS, markers, record_block, step_clock
 from ledgermind.config import load_policy
 from ledgermind.core.events import verify_records
 from ledgermind.embedding import StaticEmbedder
@@ -46,13 +47,6 @@ from ledgermind.storage.postgres import PostgresStore
 from ledgermind.storage.sqlite import SQLiteStore
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-WORDS = ("tea", "coffee", "train", "window", "garden", "piano", "python", "lisbon", "marathon")
-
-
-def _clock(offset_hours: int) -> object:
-    start = datetime(2026, 11, 29, tzinfo=UTC) + timedelta(hours=offset_hours)
-    steps = iter(range(10**12))
-    return lambda: start + timedelta(milliseconds=next(steps))
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -77,21 +71,33 @@ def _writer(
         store,
         policy=load_policy(None),
         principal=owner,
-        clock=_clock(worker),  # type: ignore[arg-type]
+        clock=step_clock(worker),
         embedder=StaticEmbedder.default() if embed else None,
     )
     memory.remember("warm-up")
     backend = store._connection().info.backend_pid
-    time.sleep(max(0.0, at - time.time()))
-    began, cpu, server = time.time(), time.process_time(), _cpu_seconds(backend)
-    deadline, count = at + seconds, 0
-    while time.time() < deadline:
-        memory.remember(f"worker {worker} note {count} about {WORDS[count % len(WORDS)]}")
-        count += 1
-    ended = time.time()
+    cpu, server = time.process_time(), _cpu_seconds(backend)  # neither counts the wait
+    began, ended, count = _write_until(
+        lambda n: memory.remember(f"worker {worker} note {n} about {WORDS[n % len(WORDS)]}"),
+        at,
+        seconds,
+    )
     cpu, server = time.process_time() - cpu, _cpu_seconds(backend) - server
     memory.close()
     return began, ended, count, cpu, server
+
+
+def _write_until(
+    write: Callable[[int], object], at: float, seconds: float
+) -> tuple[float, float, int]:
+    """Wait for ``at``, then call ``write(n)`` for n = 0, 1, … until ``at + seconds``;
+    returns the (start, end) wall-clock times and the writes made."""
+    time.sleep(max(0.0, at - time.time()))
+    began, count = time.time(), 0
+    while time.time() < at + seconds:
+        write(count)
+        count += 1
+    return began, time.time(), count
 
 
 def _start(barrier: Any) -> None:
@@ -288,14 +294,13 @@ def _thin_writer(
     as ``_writer`` returns them."""
     pick = random.Random(owner)
     with psycopg.connect(url, autocommit=True) as db, db.cursor() as cursor:
-        for _ in range(5):  # prepared from here on
+
+        def write(_: int) -> None:
             cursor.execute(_THIN_STATEMENT, {"n": pick.randint(1, rows), "owner": owner})
-        time.sleep(max(0.0, at - time.time()))
-        began, count = time.time(), 0
-        while time.time() < at + seconds:
-            cursor.execute(_THIN_STATEMENT, {"n": pick.randint(1, rows), "owner": owner})
-            count += 1
-        return began, time.time(), count, 0.0, 0.0
+
+        for n in range(5):  # prepared from here on
+            write(n)
+        return (*_write_until(write, at, seconds), 0.0, 0.0)
 
 
 def _libpq_writer(
@@ -310,17 +315,12 @@ def _libpq_writer(
         assert prepared.status == psycopg.pq.ExecStatus.COMMAND_OK, prepared.error_message
         pick, name = random.Random(owner), owner.encode()
 
-        def write() -> None:
+        def write(_: int) -> None:
             result = connection.exec_prepared(b"write", [str(pick.randint(1, rows)).encode(), name])
             assert result.status == psycopg.pq.ExecStatus.COMMAND_OK, result.error_message
 
-        write()
-        time.sleep(max(0.0, at - time.time()))
-        began, count = time.time(), 0
-        while time.time() < at + seconds:
-            write()
-            count += 1
-        return began, time.time(), count, 0.0, 0.0
+        write(0)
+        return (*_write_until(write, at, seconds), 0.0, 0.0)
     finally:
         connection.finish()
 
@@ -460,7 +460,9 @@ def _rates_table(
 def scale(url: str, size: int) -> dict[str, str]:
     """Ingest ``size`` memories for one owner, then time queries, size and an erasure."""
     owner = "human:scale"
-    memory = Memory(PostgresStore(url), policy=load_policy(None), principal=owner, clock=_clock(0))  # type: ignore[arg-type]
+    memory = Memory(
+        PostgresStore(url), policy=load_policy(None), principal=owner, clock=step_clock()
+    )
     began = time.perf_counter()
     batch = 1000
     for start in range(0, size, batch):
@@ -504,7 +506,7 @@ def migration(url: str, size: int, work: Path) -> dict[str, str]:
     """SQLite → PostgreSQL → SQLite for ``size`` memories; exports must be byte-identical."""
     owner = "human:moving"
     policy = load_policy(None)
-    source = Memory(SQLiteStore(work / "a.db"), policy=policy, principal=owner, clock=_clock(0))  # type: ignore[arg-type]
+    source = Memory(SQLiteStore(work / "a.db"), policy=policy, principal=owner, clock=step_clock())
     for start in range(0, size, 1000):
         results = source.remember_many(
             [f"memory {i} about {WORDS[i % len(WORDS)]}" for i in range(start, start + 1000)]

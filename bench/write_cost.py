@@ -24,24 +24,20 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.common import markers, record_block
+from bench.common import WORDS, markers, record_block, step_clock
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = 500
-WORDS = ("tea", "coffee", "train", "window", "garden", "piano", "python", "lisbon", "marathon")
 
 
 def _writes(backend: str, count: int) -> None:
     """The measured process: ``count`` remembers after one warm-up, nothing else timed."""
     import warnings
-    from datetime import timedelta
 
     from ledgermind.config import load_policy
     from ledgermind.service.memory import Memory
     from ledgermind.storage.base import Store
 
-    start = datetime(2026, 11, 29, tzinfo=UTC)
-    steps = iter(range(10**12))
     work = Path(tempfile.mkdtemp(prefix="ledgermind-write-cost-"))
     server = None
     try:
@@ -68,7 +64,7 @@ def _writes(backend: str, count: int) -> None:
             store,
             policy=load_policy(None),
             principal="human:cost",
-            clock=lambda: start + timedelta(milliseconds=next(steps)),
+            clock=step_clock(),
         )
         memory.remember("warm-up")
         for i in range(count):

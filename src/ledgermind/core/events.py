@@ -49,11 +49,7 @@ META_VERSION: Final = 1
 
 def canonical(document: Mapping[str, Any]) -> str:
     """RFC 8785 canonical JSON text of a document."""
-    value = dict(document)
-    text = _plain_text(value)
-    if text is not None and _utf8(text) is not None:
-        return text
-    return rfc8785.dumps(value).decode("utf-8")
+    return canonical_bytes(dict(document)).decode("utf-8")
 
 
 CanonicalizationError = rfc8785.CanonicalizationError

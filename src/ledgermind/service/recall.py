@@ -208,8 +208,11 @@ def recall(
     if query.as_of is not None:  # which of them were retrievable then: their audit trails
         moment = _parse(query.as_of)
         held = store.get_many(owner, [row.memory_id for row, _, _ in kept])
-        kept = [c for c in kept if c[0].memory_id in held]
-        kept = [c for c in kept if was_retrievable_at(held[c[0].memory_id], moment)]
+        kept = [
+            c
+            for c in kept
+            if c[0].memory_id in held and was_retrievable_at(held[c[0].memory_id], moment)
+        ]
     candidates = [_candidate(row, scores, stale) for row, scores, stale in kept]
     analysis = analyze_query(text)
     ranked = rank(analysis, candidates, now=now, limit=query.limit)

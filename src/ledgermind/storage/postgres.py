@@ -32,12 +32,13 @@ from ledgermind.core.chain import Entry, sha256_hex
 from ledgermind.core.checkpoints import StoredReply
 from ledgermind.core.errors import InvalidInputError, StorageError
 from ledgermind.core.events import Record
-from ledgermind.core.records import Memory, memory_from_dict
+from ledgermind.core.records import Memory
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from ledgermind.storage.rows import (
     TOKEN_COLUMNS,
     fts_body,
     memory_doc,
+    memory_from_doc,
     recall_row,
     stored_json,
     token_record,
@@ -303,7 +304,7 @@ class _Transaction:
     def get(self, memory_id: str) -> Memory | None:
         doc = self._pending.get(memory_id)
         if doc is not None:
-            return memory_from_dict(json.loads(doc))
+            return memory_from_doc(doc)
         self.hold()
         return self._store._get(self._db, self._owner, memory_id)
 
@@ -719,7 +720,7 @@ class PostgresStore:
         row = db.execute(
             "SELECT doc FROM memories WHERE owner = %s AND id = %s", (owner, memory_id)
         ).fetchone()
-        return None if row is None else memory_from_dict(json.loads(row[0]))
+        return None if row is None else memory_from_doc(row[0])
 
     def tip(self, owner: str) -> Tip:
         """An owner's chain length and head."""
@@ -750,7 +751,7 @@ class PostgresStore:
             )
             .fetchall()
         )
-        found = (memory_from_dict(json.loads(row[0])) for row in rows)
+        found = (memory_from_doc(row[0]) for row in rows)
         return {memory.id: memory for memory in found}
 
     def locate(self, memory_id: str) -> str | None:
@@ -800,7 +801,7 @@ class PostgresStore:
             statement = sql.SQL("{} LIMIT %s OFFSET %s").format(statement)
             params += [query.limit, query.offset]
         rows = self._connection().execute(statement, params)
-        return [memory_from_dict(json.loads(r[0])) for r in rows]
+        return [memory_from_doc(r[0]) for r in rows]
 
     def count(self, owner: str, query: MemoryFilter) -> int:
         """How many memories a filter matches."""
@@ -815,7 +816,7 @@ class PostgresStore:
     def projection(self, owner: str) -> dict[str, Memory]:
         """The stored projection of one owner."""
         rows = self._connection().execute("SELECT doc FROM memories WHERE owner = %s", (owner,))
-        memories = (memory_from_dict(json.loads(r[0])) for r in rows)
+        memories = (memory_from_doc(r[0]) for r in rows)
         return {m.id: m for m in memories}
 
     def lexical(
@@ -919,6 +920,7 @@ class PostgresStore:
         literal = _vector(embedding)
         db = self._connection()
         ef_search = str(min(max(limit, 40), 1000))
+        arguments = [literal, *params, literal, limit]
         if (
             self._iterative_scan
             and getattr(self._local, "writing", None) is None
@@ -928,27 +930,26 @@ class PostgresStore:
                 with db.pipeline():
                     db.execute("BEGIN")
                     db.execute(_SEARCH_SETTINGS, (ef_search,))
-                    found = db.execute(statement, [literal, *params, literal, limit])
+                    found = db.execute(statement, arguments)
                     db.execute("COMMIT")
-                rows = found.fetchall()
             except BaseException:
                 self._roll_back(db)
                 raise
-            return [Hit(str(r[0]), rank, float(r[1])) for rank, r in enumerate(rows, start=1)]
-        with self._transaction(db):
-            if self._iterative_scan:
-                # One round trip for both settings (pgvector >= 0.8 knows iterative_scan).
-                db.execute(_SEARCH_SETTINGS, (ef_search,))
-            else:
-                db.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef_search,))
-                if self._iterative_scan is None:
-                    try:
-                        with self._transaction(db):
-                            db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                        self._iterative_scan = True
-                    except psycopg.Error:
-                        self._iterative_scan = False
-            rows = db.execute(statement, [literal, *params, literal, limit]).fetchall()
+        else:  # inside a write (a savepoint of it), or while the settings are not known yet
+            with self._transaction(db):
+                if self._iterative_scan:
+                    db.execute(_SEARCH_SETTINGS, (ef_search,))
+                else:
+                    db.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef_search,))
+                    if self._iterative_scan is None:
+                        try:
+                            with self._transaction(db):
+                                db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                            self._iterative_scan = True
+                        except psycopg.Error:
+                            self._iterative_scan = False
+                found = db.execute(statement, arguments)
+        rows = found.fetchall()
         return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
 
     # -- bearer tokens (hashed; see core.access) ------------------------------------------

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ledgermind.core.access import TokenRecord
-from ledgermind.core.records import Memory
+from ledgermind.core.records import Memory, memory_from_dict
 from ledgermind.storage.base import RecallRow
 
 TOKEN_COLUMNS = (
@@ -27,6 +27,11 @@ stored_json = json.JSONEncoder(ensure_ascii=False).encode
 def memory_doc(memory: Memory) -> str:
     """The stored JSON document of a memory (compact, UTF-8 as is)."""
     return _DOC_ENCODER.encode(memory.to_dict())
+
+
+def memory_from_doc(doc: str) -> Memory:
+    """The memory a stored document (:func:`memory_doc`) holds."""
+    return memory_from_dict(json.loads(doc))
 
 
 def fts_body(memory: Memory) -> str:

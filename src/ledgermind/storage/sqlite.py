@@ -22,12 +22,13 @@ from ledgermind.core.chain import Entry
 from ledgermind.core.checkpoints import StoredReply
 from ledgermind.core.errors import IntegrityError, StorageError
 from ledgermind.core.events import Record
-from ledgermind.core.records import Memory, memory_from_dict
+from ledgermind.core.records import Memory
 from ledgermind.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from ledgermind.storage.rows import (
     TOKEN_COLUMNS,
     fts_body,
     memory_doc,
+    memory_from_doc,
     recall_row,
     stored_json,
     token_record,
@@ -405,7 +406,7 @@ class SQLiteStore:
         row = db.execute(
             "SELECT doc FROM memories WHERE owner = ? AND id = ?", (owner, memory_id)
         ).fetchone()
-        return None if row is None else memory_from_dict(json.loads(row[0]))
+        return None if row is None else memory_from_doc(row[0])
 
     def _put(
         self,
@@ -501,7 +502,7 @@ class SQLiteStore:
             )
             .fetchall()
         )
-        found = (memory_from_dict(json.loads(row[0])) for row in rows)
+        found = (memory_from_doc(row[0]) for row in rows)
         return {memory.id: memory for memory in found}
 
     def locate(self, memory_id: str) -> str | None:
@@ -548,7 +549,7 @@ class SQLiteStore:
             sql += " LIMIT ? OFFSET ?"
             params += [query.limit, query.offset]
         rows = self._connection().execute(sql, params)
-        return [memory_from_dict(json.loads(r[0])) for r in rows]
+        return [memory_from_doc(r[0]) for r in rows]
 
     def count(self, owner: str, query: MemoryFilter) -> int:
         """How many memories a filter matches."""
@@ -570,7 +571,7 @@ class SQLiteStore:
         )
         out: dict[str, Memory] = {}
         for row in rows:
-            memory = memory_from_dict(json.loads(row[0]))
+            memory = memory_from_doc(row[0])
             columns = {
                 "id": row[1],
                 "owner": row[2],
