@@ -1,4 +1,4 @@
-# ledgermind — two commands: `make run` and `make test`.
+# troth — two commands: `make run` and `make test`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,10 +16,10 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 run: setup
-	$(BIN)/ledgermind serve --first-token
+	$(BIN)/troth serve --first-token
 
 demo: setup
-	$(BIN)/python -m ledgermind.adapters.walkthrough
+	$(BIN)/python -m troth.adapters.walkthrough
 
 test: setup lint typecheck pytest
 

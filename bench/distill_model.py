@@ -1,8 +1,8 @@
 """Distil the packaged static embedding model from all-MiniLM-L6-v2 (run by hand, not by CI).
 
-The result ships in ``src/ledgermind/models/minilm-static-128-int8/``: three small files
+The result ships in ``src/troth/models/minilm-static-128-int8/``: three small files
 (``embeddings.safetensors``, ``tokenizer.json``, ``config.json``) that
-:class:`ledgermind.embedding.StaticEmbedder` loads with safetensors + tokenizers + numpy,
+:class:`troth.embedding.StaticEmbedder` loads with safetensors + tokenizers + numpy,
 no torch and no model hub.
 
 How (model2vec's distillation): run every WordPiece token of the MiniLM vocabulary through
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MODELS_DIR = REPO_ROOT / "src" / "ledgermind" / "models"
+MODELS_DIR = REPO_ROOT / "src" / "troth" / "models"
 
 
 def distill_full(pca_dims: int, workdir: Path) -> Path:
@@ -101,7 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, default=128, help="PCA dimensions")
     parser.add_argument("--dtype", choices=["int8", "float16"], default="int8")
-    parser.add_argument("--name", default=None, help="folder name under src/ledgermind/models")
+    parser.add_argument("--name", default=None, help="folder name under src/troth/models")
     parser.add_argument("--keep", type=Path, default=None, help="also keep the float32 model here")
     parser.add_argument(
         "--output-dir", type=Path, default=MODELS_DIR, help="where the packaged folder goes"

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from bench.locomo import DEFAULT_DATA, load_conversations, load_embedder
-from ledgermind.embedding import DEFAULT_MODEL, MODELS_DIR
+from troth.embedding import DEFAULT_MODEL, MODELS_DIR
 
 
 def main() -> None:

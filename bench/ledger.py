@@ -32,10 +32,10 @@ from pathlib import Path
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from bench.common import markers, record_block
-from ledgermind.config import load_policy
-from ledgermind.core.events import verify_records
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore
+from troth.config import load_policy
+from troth.core.events import verify_records
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 OWNER = "human:bench"
 START, END = markers("ledger")
@@ -75,7 +75,7 @@ def machine() -> str:
 
 
 def open_memory(home: Path) -> Memory:
-    return Memory(SQLiteStore(home / "ledgermind.db"), policy=load_policy(None), principal=OWNER)
+    return Memory(SQLiteStore(home / "troth.db"), policy=load_policy(None), principal=OWNER)
 
 
 def timed(step: Callable[[], int]) -> float:
@@ -139,7 +139,7 @@ class Bench:
             store = memory.store
             assert isinstance(store, SQLiteStore)
             store.compact()
-            self.results["bytes_per_memory"] = (home / "ledgermind.db").stat().st_size / entries
+            self.results["bytes_per_memory"] = (home / "troth.db").stat().st_size / entries
 
             advance = self.phase("verifying the chain", self.args.runs * entries)
             rates = []
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     with (
         Progress(*columns, disable=not sys.stdout.isatty()) as progress,
-        tempfile.TemporaryDirectory(prefix="ledgermind-bench-") as tmp,
+        tempfile.TemporaryDirectory(prefix="troth-bench-") as tmp,
     ):
         bench = Bench(args, progress)
         for name in ("singles", "batches", "scale"):

@@ -1,4 +1,4 @@
-"""LoCoMo retrieval benchmark: recall@k of ledgermind's ranking against baselines.
+"""LoCoMo retrieval benchmark: recall@k of troth's ranking against baselines.
 
 Protocol: each conversation is indexed on its own, one memory per turn, created at its
 session's date. Only the turn text, speaker, session date and image caption
@@ -16,8 +16,8 @@ Usage::
 
 Methods are :class:`Method` objects: ``build(conversation)`` returns a searcher whose
 ``search(question, k)`` gives dia_ids. The harness's own SQLite index (FTS5 + numpy
-cosine) calls the pure ranking functions of ``ledgermind.core``; a method backed by
-``ledgermind.Memory.recall`` plugs in the same way.
+cosine) calls the pure ranking functions of ``troth.core``; a method backed by
+``troth.Memory.recall`` plugs in the same way.
 """
 
 from __future__ import annotations
@@ -38,15 +38,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from bench.common import markers, percentile, record_block
-from ledgermind.core.query import (
+from troth.core.query import (
     candidate_limits,
     content_terms,
     drop_common_terms,
     fts5_match_expression,
     tokenize,
 )
-from ledgermind.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
-from ledgermind.embedding import Embedder, StaticEmbedder
+from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
+from troth.embedding import Embedder, StaticEmbedder
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -266,7 +266,7 @@ class HarnessIndex:
 
 
 @dataclass(slots=True)
-class LedgermindMethod:
+class TrothMethod:
     """Hybrid recall: analysed FTS5 query + vector search, fused by ``core.ranking.rank``."""
 
     name: str
@@ -287,12 +287,12 @@ class LedgermindMethod:
             embedder=self.embedder if self.use_vector else None,
             with_speaker=self.with_speaker,
         )
-        return _LedgermindSearcher(self, index)
+        return _TrothSearcher(self, index)
 
 
 @dataclass(slots=True)
-class _LedgermindSearcher:
-    method: LedgermindMethod
+class _TrothSearcher:
+    method: TrothMethod
     index: HarnessIndex
 
     def search(self, question: str, k: int) -> list[str]:
@@ -443,9 +443,9 @@ class _RrfSearcher:
 
 @dataclass(slots=True)
 class FacadeMethod:
-    """ledgermind itself: ``Memory.remember_many`` the turns, ``Memory.recall`` each question.
+    """troth itself: ``Memory.remember_many`` the turns, ``Memory.recall`` each question.
 
-    One :class:`ledgermind.Memory` per conversation in a temporary home (SQLite store,
+    One :class:`troth.Memory` per conversation in a temporary home (SQLite store,
     the embedder given), each turn a memory with its session, its speaker
     (``extra["x_speaker"]``) and its session date (``recorded_at``). ``indexes`` selects
     the candidate sources, as the lexical-only and vector-only rows need.
@@ -459,13 +459,13 @@ class FacadeMethod:
     def build(self, conversation: Conversation) -> Searcher:
         import tempfile
 
-        from ledgermind.config import load_policy
-        from ledgermind.service.memory import Memory
-        from ledgermind.storage.sqlite import SQLiteStore
+        from troth.config import load_policy
+        from troth.service.memory import Memory
+        from troth.storage.sqlite import SQLiteStore
 
-        home = tempfile.TemporaryDirectory(prefix=f"ledgermind-bench-{conversation.sample_id}-")
+        home = tempfile.TemporaryDirectory(prefix=f"troth-bench-{conversation.sample_id}-")
         self.homes.append(home)
-        store = SQLiteStore(Path(home.name) / "ledgermind.db")
+        store = SQLiteStore(Path(home.name) / "troth.db")
         memory = Memory(
             store, policy=load_policy(None), principal="human:bench", embedder=self.embedder
         )
@@ -493,16 +493,16 @@ class _FacadeSearcher:
     indexes: tuple[str, ...]
 
     def search(self, question: str, k: int) -> list[str]:
-        from ledgermind.service.recall import Query
+        from troth.service.recall import Query
 
         hits = self.memory.recall(Query(text=question, limit=k, indexes=self.indexes))
         return [self.dia_ids[h.memory.id] for h in hits if h.memory.id in self.dia_ids]
 
 
 def facade_methods(embedder: Embedder) -> list[Method]:
-    """ledgermind's default, lexical-only and vector-only, through ``Memory.recall``."""
+    """troth's default, lexical-only and vector-only, through ``Memory.recall``."""
     return [
-        FacadeMethod("ledgermind", embedder),
+        FacadeMethod("troth", embedder),
         FacadeMethod("lexical-only", None, indexes=("lexical",)),
         FacadeMethod("vector-only", embedder, indexes=("vector",)),
     ]
@@ -602,32 +602,30 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
     """Variants of the default, each with one step changed or removed."""
     base = DEFAULT_RANKING
     return [
-        LedgermindMethod("harness:ledgermind", embedder),
-        LedgermindMethod("harness:lexical-only", None, use_vector=False),
-        LedgermindMethod("harness:vector-only", embedder, use_lexical=False),
-        LedgermindMethod("abl:rrf-fusion", embedder, replace(base, fusion="rrf")),
-        LedgermindMethod(
-            "abl:minmax-cosine", embedder, replace(base, vector_normalization="minmax")
-        ),
-        LedgermindMethod(
+        TrothMethod("harness:troth", embedder),
+        TrothMethod("harness:lexical-only", None, use_vector=False),
+        TrothMethod("harness:vector-only", embedder, use_lexical=False),
+        TrothMethod("abl:rrf-fusion", embedder, replace(base, fusion="rrf")),
+        TrothMethod("abl:minmax-cosine", embedder, replace(base, vector_normalization="minmax")),
+        TrothMethod(
             "abl:lex0.7-vec0.3", embedder, replace(base, lexical_weight=0.7, vector_weight=0.3)
         ),
-        LedgermindMethod(
+        TrothMethod(
             "abl:lex0.3-vec0.7", embedder, replace(base, lexical_weight=0.3, vector_weight=0.7)
         ),
-        LedgermindMethod("abl:no-neighbours", embedder, replace(base, neighbour_weight=0.0)),
-        LedgermindMethod("abl:neighbour-span1", embedder, replace(base, neighbour_span=1)),
-        LedgermindMethod("abl:neighbour0.3", embedder, replace(base, neighbour_weight=0.3)),
-        LedgermindMethod("abl:no-session", embedder, replace(base, session_weight=0.0)),
-        LedgermindMethod("abl:no-when", embedder, replace(base, when_weight=0.0)),
-        LedgermindMethod("abl:no-date", embedder, replace(base, date_weight=0.0)),
-        LedgermindMethod("abl:no-speaker", embedder, replace(base, speaker_weight=0.0)),
-        LedgermindMethod("abl:no-speaker-in-text", embedder, with_speaker=False),
-        LedgermindMethod("abl:no-prefix", embedder, prefix_min_length=0),
-        LedgermindMethod("abl:prefix>=3", embedder, prefix_min_length=3),
-        LedgermindMethod("abl:no-porter", embedder, tokenizer="unicode61 remove_diacritics 2"),
-        LedgermindMethod("abl:depth-100", embedder, depth=100),
-        LedgermindMethod("abl:drop-common-terms", embedder, common_share=0.2),
+        TrothMethod("abl:no-neighbours", embedder, replace(base, neighbour_weight=0.0)),
+        TrothMethod("abl:neighbour-span1", embedder, replace(base, neighbour_span=1)),
+        TrothMethod("abl:neighbour0.3", embedder, replace(base, neighbour_weight=0.3)),
+        TrothMethod("abl:no-session", embedder, replace(base, session_weight=0.0)),
+        TrothMethod("abl:no-when", embedder, replace(base, when_weight=0.0)),
+        TrothMethod("abl:no-date", embedder, replace(base, date_weight=0.0)),
+        TrothMethod("abl:no-speaker", embedder, replace(base, speaker_weight=0.0)),
+        TrothMethod("abl:no-speaker-in-text", embedder, with_speaker=False),
+        TrothMethod("abl:no-prefix", embedder, prefix_min_length=0),
+        TrothMethod("abl:prefix>=3", embedder, prefix_min_length=3),
+        TrothMethod("abl:no-porter", embedder, tokenizer="unicode61 remove_diacritics 2"),
+        TrothMethod("abl:depth-100", embedder, depth=100),
+        TrothMethod("abl:drop-common-terms", embedder, common_share=0.2),
     ]
 
 
@@ -766,7 +764,7 @@ def record_section(
         "## Recall on LoCoMo (`bench.locomo`)",
         "",
         f"{questions} questions of categories 1-4 ({len(report.repaired)} evidence ids"
-        f" repaired, {len(report.dropped)} dropped); `ledgermind`, `lexical-only` and"
+        f" repaired, {len(report.dropped)} dropped); `troth`, `lexical-only` and"
         " `vector-only` run through `Memory.remember_many` / `Memory.recall` (one SQLite"
         f" home per conversation); embedder `{embedder}`.",
         "",

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import markers, record_block
-from ledgermind.config import load_policy
-from ledgermind.service import portability
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore
+from troth.config import load_policy
+from troth.service import portability
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 START, END = markers("portability")
@@ -30,9 +30,7 @@ OWNER = "human:alice"
 
 
 def _memory(root: Path, name: str) -> Memory:
-    return Memory(
-        SQLiteStore(root / name / "ledgermind.db"), policy=load_policy(None), principal=OWNER
-    )
+    return Memory(SQLiteStore(root / name / "troth.db"), policy=load_policy(None), principal=OWNER)
 
 
 def _timed(label: str, count: int, work: Callable[[], Any], rows: list[str]) -> Any:
@@ -112,7 +110,7 @@ def main(argv: list[str]) -> int:
             f" date {datetime.now(UTC).date()}; command `python -m bench.portability {n}`.",
             f"Import and restore write {portability.BATCH} memories per transaction, each"
             " validated and decided alone (per-item refusals; SQLite `synchronous=FULL`). Pages"
-            " in the form ledgermind writes are read by its canonical-form YAML reader (the full"
+            " in the form troth writes are read by its canonical-form YAML reader (the full"
             " ruamel.yaml reader, about 3 ms a page, takes anything else). A repeated import"
             " hashes each page and skips the known (path, sha256) keys without parsing them."
             " The PCP export's time includes appending its `export` event; the HUX and"

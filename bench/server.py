@@ -1,6 +1,6 @@
 """Load on the served API: N concurrent clients, each writing and searching on ONE owner's chain.
 
-`python -m bench.server [--clients 32] [--ops 500] [--no-write]` starts `ledgermind serve` as a
+`python -m bench.server [--clients 32] [--ops 500] [--no-write]` starts `troth serve` as a
 subprocess on a free loopback port over a fresh home, gives every client a token of the
 owner, and has each client alternate writes (POST /api/memories) and searches
 (GET /api/search) until it has done ``--ops`` of each. Afterwards it checks that nothing
@@ -120,9 +120,9 @@ def _free_port() -> int:
 
 
 def _issue_tokens(home: Path, count: int) -> list[str]:
-    from ledgermind.config import Settings, build_memory
-    from ledgermind.core.access import HUMAN_DEFAULT_SCOPES
-    from ledgermind.service.tokens import Tokens
+    from troth.config import Settings, build_memory
+    from troth.core.access import HUMAN_DEFAULT_SCOPES
+    from troth.service.tokens import Tokens
 
     memory = build_memory(Settings.load(home=home, principal=OWNER))
     try:
@@ -149,11 +149,11 @@ def render(result: LoadResult, command: str) -> str:
         f"- command: `{command}`",
         f"- date: {datetime.now(UTC).strftime('%Y-%m-%d')}; machine: {machine};"
         f" Python {platform.python_version()}",
-        f"- setup: `ledgermind serve` (uvicorn, one process) on loopback over the embedded SQLite"
+        f"- setup: `troth serve` (uvicorn, one process) on loopback over the embedded SQLite"
         f" store (WAL, synchronous=FULL); {result.clients} concurrent clients, each alternating"
         f" {result.ops_per_client} writes and {result.ops_per_client} searches, all on ONE"
         " owner's chain; recall gate"
-        f" {os.environ.get('LEDGERMIND_MAX_CONCURRENT_RECALLS') or '1 (the default)'}"
+        f" {os.environ.get('TROTH_MAX_CONCURRENT_RECALLS') or '1 (the default)'}"
         " (docs/api.md, Concurrency)",
         f"- correctness: {len(result.errors)} errors; {result.acknowledged} acknowledged writes,"
         f" {result.entries} ledger entries; chain and projection verify: {result.chain_ok}",
@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ops", type=int, default=500, help="writes (and searches) per client")
     parser.add_argument("--no-write", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    with tempfile.TemporaryDirectory(prefix="ledgermind-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="troth-bench-") as tmp:
         home = Path(tmp)
         tokens = _issue_tokens(home, args.clients)
         port = _free_port()
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             [
                 sys.executable,
                 "-m",
-                "ledgermind.adapters.cli",
+                "troth.adapters.cli",
                 "--home",
                 str(home),
                 "--as",

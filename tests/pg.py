@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import psycopg
 
-from ledgermind.storage.postgres import PostgresStore
+from troth.storage.postgres import PostgresStore
 
 TEMPLATE = "lm_template"
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-import ledgermind
+import troth
 
-PACKAGE = Path(ledgermind.__file__).parent
+PACKAGE = Path(troth.__file__).parent
 STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
-# Which ledgermind layers each layer may import (itself is always allowed).
+# Which troth layers each layer may import (itself is always allowed).
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "core": frozenset(),
     "formats": frozenset({"core"}),
@@ -65,9 +65,9 @@ def _crossings(layer: str) -> list[str]:
         module = path.relative_to(PACKAGE).as_posix()
         for name in sorted(_imports(path)):
             parts = name.split(".")
-            if parts[0] != "ledgermind":
+            if parts[0] != "troth":
                 continue
-            target = parts[1] if len(parts) > 1 else "ledgermind"
+            target = parts[1] if len(parts) > 1 else "troth"
             target = target.removesuffix(".py")
             if target not in allowed and (module, target) not in EXCEPTIONS:
                 out.append(f"{module} imports {name}")
@@ -85,7 +85,7 @@ def test_the_core_uses_only_the_standard_library_and_one_jcs_library() -> None:
         f"{path.relative_to(PACKAGE).as_posix()} imports {name}"
         for path in _modules("core")
         for name in _imports(path)
-        if name.split(".")[0] not in STDLIB | CORE_LIBRARIES | {"ledgermind"}
+        if name.split(".")[0] not in STDLIB | CORE_LIBRARIES | {"troth"}
     }
     assert outside == set()
 
@@ -95,7 +95,7 @@ def test_adapters_reach_storage_only_through_the_composition_root() -> None:
         f"{path.name} imports {name}"
         for path in _modules("adapters")
         for name in _imports(path)
-        if name == "ledgermind.storage" or name.startswith("ledgermind.storage.")
+        if name == "troth.storage" or name.startswith("troth.storage.")
     ]
     assert reaching == []
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ledgermind.embedding import (
+from troth.embedding import (
     DEFAULT_MODEL,
     MODELS_DIR,
     Embedder,
@@ -87,7 +87,7 @@ def test_default_model_loads_without_network_or_torch(tmp_path: Path) -> None:
     blocker = tmp_path / "torch.py"
     blocker.write_text("raise ImportError('torch must not be needed')\n")
     code = (
-        "from ledgermind.embedding import StaticEmbedder\n"
+        "from troth.embedding import StaticEmbedder\n"
         "v = StaticEmbedder.default().embed(['offline works'])\n"
         "assert v.shape[0] == 1\n"
         "import sys; assert 'torch' not in sys.modules\n"

@@ -1,31 +1,31 @@
-"""``ledgermind``'s curated public API: a sorted ``__all__`` that names everything it should."""
+"""``troth``'s curated public API: a sorted ``__all__`` that names everything it should."""
 
 from __future__ import annotations
 
 import inspect
 
-import ledgermind
-from ledgermind.core import errors
+import troth
+from troth.core import errors
 
 
 def test_all_is_sorted() -> None:
-    assert list(ledgermind.__all__) == sorted(ledgermind.__all__)
+    assert list(troth.__all__) == sorted(troth.__all__)
 
 
 def test_all_names_exactly_the_public_names_the_package_defines() -> None:
-    public = {name for name in vars(ledgermind) if not name.startswith("_")}
-    modules = {name for name in public if inspect.ismodule(getattr(ledgermind, name))}
-    assert set(ledgermind.__all__) == public - modules
+    public = {name for name in vars(troth) if not name.startswith("_")}
+    modules = {name for name in public if inspect.ismodule(getattr(troth, name))}
+    assert set(troth.__all__) == public - modules
 
 
 def test_every_error_of_the_tree_is_exported() -> None:
     tree = {
         name
         for name, value in vars(errors).items()
-        if inspect.isclass(value) and issubclass(value, errors.LedgermindError)
+        if inspect.isclass(value) and issubclass(value, errors.TrothError)
     }
-    assert tree <= set(ledgermind.__all__)
+    assert tree <= set(troth.__all__)
 
 
 def test_the_facade_and_its_value_objects_are_exported() -> None:
-    assert {"Memory", "Draft", "WriteResult", "Query", "RecallHit"} <= set(ledgermind.__all__)
+    assert {"Memory", "Draft", "WriteResult", "Query", "RecallHit"} <= set(troth.__all__)

@@ -2,7 +2,7 @@
 
 No LLM is ever called: ``infer=False`` stores each message as it is. mem0's config still
 wants an LLM entry, so it gets an ``openai`` provider with a dummy key and a base URL on
-a closed loopback port. Vectors come from the same local embedder as ledgermind (the
+a closed loopback port. Vectors come from the same local embedder as troth (the
 packaged static model, passed in), in one faiss store per conversation. The faiss store
 has no keyword search, so mem0's BM25 leg is off; its entity leg finds no entities
 without a downloaded spaCy model, so it stays off too. Telemetry is disabled.
@@ -21,13 +21,13 @@ from typing import Any
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
-from ledgermind.embedding import Embedder, StaticEmbedder
+from troth.embedding import Embedder, StaticEmbedder
 
 CLOSED_LOOPBACK_URL = "http://127.0.0.1:9/v1"  # discard port: nothing listens there
 
 
 class _Mem0EmbedderAdapter:
-    """mem0's embedder interface (``embed(text, memory_action)``) over a ledgermind Embedder."""
+    """mem0's embedder interface (``embed(text, memory_action)``) over a troth Embedder."""
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
@@ -76,7 +76,7 @@ class Mem0Method:
             "history_db_path": str(workdir / "history.db"),
         }
         memory = Memory.from_config(config)
-        # The openai embedder above is never called: ledgermind's local one replaces it.
+        # The openai embedder above is never called: troth's local one replaces it.
         memory.embedding_model = _Mem0EmbedderAdapter(embedder)
         for turn in conversation.turns:
             memory.add(

@@ -13,12 +13,12 @@ import pytest
 import uvicorn
 from starlette.testclient import TestClient
 
-from ledgermind.adapters.server import ServerOptions, create_app
-from ledgermind.config import load_policy
-from ledgermind.core.access import HUMAN_DEFAULT_SCOPES
-from ledgermind.service.memory import Memory
-from ledgermind.service.tokens import Tokens
-from ledgermind.storage.sqlite import SQLiteStore
+from troth.adapters.server import ServerOptions, create_app
+from troth.config import load_policy
+from troth.core.access import HUMAN_DEFAULT_SCOPES
+from troth.service.memory import Memory
+from troth.service.tokens import Tokens
+from troth.storage.sqlite import SQLiteStore
 
 ALICE, BOB, AGENT = "human:alice", "human:bob", "agent:assistant"
 
@@ -46,7 +46,7 @@ def auth(token: str) -> dict[str, str]:
 
 
 def make_ledger(home: Path) -> Ledger:
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     memory = Memory(store, policy=load_policy(None), principal=ALICE)
     tokens = Tokens(store)
     agent_scopes = ["memory:read", "memory:write"]

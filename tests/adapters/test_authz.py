@@ -13,9 +13,9 @@ import pytest
 from mcp import Client
 from starlette.testclient import TestClient
 
-from ledgermind.adapters.mcp import create_mcp
-from ledgermind.core.access import HUMAN_DEFAULT_SCOPES, hash_token
 from tests.adapters.conftest import AGENT, ALICE, BOB, Ledger, LiveServer, auth
+from troth.adapters.mcp import create_mcp
+from troth.core.access import HUMAN_DEFAULT_SCOPES, hash_token
 
 SECRET = {ALICE: "xyzzy alice keeps this", BOB: "plugh bob keeps this"}
 PRINCIPALS = ["owner", "other_human", "agent", "agent_for_other", "reader"]
@@ -205,7 +205,7 @@ def bad_token(ledger: Ledger, kind: str) -> str | None:
     if kind == "missing":
         return None
     if kind == "malformed":
-        return "lm_not-a-token"
+        return "troth_not-a-token"
     issued = ledger.tokens.create(ALICE, HUMAN_DEFAULT_SCOPES)
     if kind == "revoked":
         ledger.tokens.revoke(issued.record.token_id)
@@ -220,7 +220,7 @@ def bad_token(ledger: Ledger, kind: str) -> str | None:
         revoked_at=None,
     )
     secret = issued.token.split("_", 3)[3]
-    token = f"lm_{expired.token_id}_{secret}"
+    token = f"troth_{expired.token_id}_{secret}"
     store.put_token(replace(expired, secret_hash=hash_token(token)))
     return token
 

@@ -1,4 +1,4 @@
-"""``ledgermind checkpoint handle FILE``: UAIX envelopes through the CLI and the real ledger."""
+"""``troth checkpoint handle FILE``: UAIX envelopes through the CLI and the real ledger."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from ledgermind.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, cli
-from ledgermind.formats.uaix import ERROR_PROFILE, RESPONSE_PROFILE, format_timestamp, seal
-from ledgermind.formats.uaix import validator as schema_validator
 from tests.formats.uaix.make_golden import CALLER, MANDATORY, base, create_body, restore_body
 from tests.formats.uaix.test_uaix_golden import GOLDEN, independent_jcs
+from troth.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, cli
+from troth.formats.uaix import ERROR_PROFILE, RESPONSE_PROFILE, format_timestamp, seal
+from troth.formats.uaix import validator as schema_validator
 
 UNKNOWNS = [*MANDATORY, "brief-must-identify-unknowns"]
 #: Golden refusals decided before the expiry check, so the wall clock does not change them.
@@ -142,8 +142,8 @@ def test_an_agent_must_name_the_owner(home: Path, tmp_path: Path) -> None:
 def test_a_resend_from_another_process_gets_the_same_bytes(home: Path, tmp_path: Path) -> None:
     request = tmp_path / "request.json"
     request.write_bytes(fresh(create_body(MANDATORY), "msg-create-1"))
-    env = {**os.environ, "LEDGERMIND_HOME": str(home), "LEDGERMIND_PRINCIPAL": CALLER}
-    command = [sys.executable, "-m", "ledgermind.adapters.cli", "checkpoint", "handle"]
+    env = {**os.environ, "TROTH_HOME": str(home), "TROTH_PRINCIPAL": CALLER}
+    command = [sys.executable, "-m", "troth.adapters.cli", "checkpoint", "handle"]
     first = subprocess.run([*command, str(request)], env=env, capture_output=True, check=True)
     log = run(home, "log", "--json")
     second = subprocess.run(

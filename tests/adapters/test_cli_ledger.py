@@ -10,15 +10,15 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from ledgermind.adapters.cli import cli
-from ledgermind.config import load_policy
-from ledgermind.service.memory import Memory
-from ledgermind.storage.base import Tip
-from ledgermind.storage.sqlite import SQLiteStore
+from troth.adapters.cli import cli
+from troth.config import load_policy
+from troth.service.memory import Memory
+from troth.storage.base import Tip
+from troth.storage.sqlite import SQLiteStore
 
 ALICE = "human:alice"
 # Long-running servers and the checkpoint envelope filter speak their own protocols on
-# stdout; they still take the group-level --json (``ledgermind --json serve``).
+# stdout; they still take the group-level --json (``troth --json serve``).
 OWN_PROTOCOL = {"serve", "mcp", "demo", "checkpoint handle"}
 
 
@@ -32,7 +32,7 @@ def said(result: Result) -> str:
 
 
 def tip(home: Path, owner: str = ALICE) -> Tip:
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     try:
         return store.tip(owner)
     finally:
@@ -106,7 +106,7 @@ BAD_INPUT = [
     (["remember", "x", "--ttl", "expires_at:tomorrow"], ALICE, 2, ["UTC time like"]),
     (["remember", "x", "--tag", "lm:event:x"], ALICE, 2, ["reserved"]),
     (["remember", "x", "--owner", ALICE, "--source", "user"], "agent:bot", 2, ["user channel"]),
-    (["approve", "m_doesnotexist"], ALICE, 1, ["no memory m_doesnotexist", "ledgermind list"]),
+    (["approve", "m_doesnotexist"], ALICE, 1, ["no memory m_doesnotexist", "troth list"]),
     (["approve", "bad id!"], ALICE, 2, ["not a valid id"]),
     (["show", "m_doesnotexist"], ALICE, 1, ["no memory"]),
     (["edit", "m_doesnotexist", "new"], ALICE, 1, ["no memory"]),
@@ -164,7 +164,7 @@ def test_verify_exits_1_on_a_broken_chain_and_0_otherwise(home: Path) -> None:
     remember(home, "first")
     remember(home, "second")
     assert invoke(home, "verify").exit_code == 0
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     store._connection().execute("UPDATE ledger SET content = 'tampered' WHERE seq = 0")
     store.close()
     result = invoke(home, "verify", "--json")
@@ -243,7 +243,7 @@ def lib(home: Path) -> Memory:
 def test_library_rejects_bad_input_clearly_and_writes_nothing(
     lib: Memory, call: dict[str, Any], words: str
 ) -> None:
-    from ledgermind.core.errors import InvalidInputError
+    from troth.core.errors import InvalidInputError
 
     lib.remember("an existing memory")
     before = lib.store.tip(ALICE)
@@ -256,7 +256,7 @@ def test_library_rejects_bad_input_clearly_and_writes_nothing(
 
 
 def test_library_transitions_reject_bad_ids_reasons_and_actions(lib: Memory) -> None:
-    from ledgermind.core.errors import InvalidInputError, NotFoundError
+    from troth.core.errors import InvalidInputError, NotFoundError
 
     kept = lib.remember("I like tea").id
     before = lib.store.tip(ALICE)

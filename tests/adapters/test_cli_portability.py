@@ -1,4 +1,4 @@
-"""``ledgermind export`` and ``ledgermind import`` through the CLI: summaries, exit codes,
+"""``troth export`` and ``troth import`` through the CLI: summaries, exit codes,
 an archive round trip, malformed input leaving the ledger head unchanged."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from ledgermind.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK, cli
-from ledgermind.config import load_policy, open_store
-from ledgermind.embedding import StaticEmbedder
-from ledgermind.formats import archive
-from ledgermind.service.memory import Memory
-from ledgermind.service.recall import Query
-from ledgermind.storage.base import Tip
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.formats.test_personaxis_restore import LOGS
+from troth.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK, cli
+from troth.config import load_policy, open_store
+from troth.embedding import StaticEmbedder
+from troth.formats import archive
+from troth.service.memory import Memory
+from troth.service.recall import Query
+from troth.storage.base import Tip
+from troth.storage.sqlite import SQLiteStore
 
 ALICE, BOB, AGENT = "human:alice", "human:bob", "agent:bot"
 AT = "2026-11-29T12:00:00Z"
@@ -41,7 +41,7 @@ def as_json(result: Result) -> dict[str, Any]:
 
 
 def tip(home: Path, owner: str = ALICE) -> Tip:
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     try:
         return store.tip(owner)
     finally:

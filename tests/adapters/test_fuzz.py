@@ -8,8 +8,8 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgermind.adapters.server import ServerOptions, create_app
 from tests.adapters.conftest import AGENT, ALICE, auth, make_ledger
+from troth.adapters.server import ServerOptions, create_app
 
 EXAMPLES_PER_OPERATION = 40
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from starlette.testclient import TestClient
 
-from ledgermind.adapters.http import STATUS, status_of
-from ledgermind.core import errors
 from tests.adapters.conftest import ALICE, Ledger, auth
+from troth.adapters.http import STATUS, status_of
+from troth.core import errors
 
 
 def test_an_agents_memory_is_proposed_then_approved_by_the_person(

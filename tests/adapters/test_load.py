@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bench.server import run_load
 
-from ledgermind.core.access import HUMAN_DEFAULT_SCOPES
 from tests.adapters.conftest import ALICE, Ledger, LiveServer
+from troth.core.access import HUMAN_DEFAULT_SCOPES
 
 
 def test_concurrent_writes_and_searches_keep_one_verified_chain(

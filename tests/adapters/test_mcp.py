@@ -15,9 +15,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from ledgermind.adapters.mcp import create_mcp
-from ledgermind.core.access import Grant
 from tests.adapters.conftest import ALICE, Ledger, LiveServer, auth
+from troth.adapters.mcp import create_mcp
+from troth.core.access import Grant
 
 TOOLS = {
     "memory.search",
@@ -91,7 +91,7 @@ def test_an_agent_over_streamable_http_writes_and_the_person_decides(
 def test_an_agent_over_stdio_writes_and_the_person_decides(
     ledger: Ledger, live: LiveServer
 ) -> None:
-    command = Path(sys.executable).with_name("ledgermind")
+    command = Path(sys.executable).with_name("troth")
     env = {
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": os.pathsep.join(sys.path),

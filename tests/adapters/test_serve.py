@@ -1,4 +1,4 @@
-"""What `make run` runs (`ledgermind serve --first-token`): a real process that prints where to
+"""What `make run` runs (`troth serve --first-token`): a real process that prints where to
 open the page, a first token and how to connect an agent, then answers with that token."""
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ def _free_port() -> int:
 
 def test_serve_prints_the_page_a_first_token_and_how_to_connect_an_agent(tmp_path: Path) -> None:
     port = _free_port()
-    env = {**os.environ, "LEDGERMIND_HOME": str(tmp_path), "LEDGERMIND_PRINCIPAL": ALICE}
+    env = {**os.environ, "TROTH_HOME": str(tmp_path), "TROTH_PRINCIPAL": ALICE}
     server = subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "ledgermind.adapters.cli",
+            "troth.adapters.cli",
             "serve",
             "--port",
             str(port),
@@ -53,7 +53,7 @@ def test_serve_prints_the_page_a_first_token_and_how_to_connect_an_agent(tmp_pat
         assert f"MCP endpoint  {base}/mcp" in text
         assert "Connect an agent" in text
         assert "--principal agent:assistant --on-behalf-of human:alice" in text
-        found = re.search(r"^\s+(lm_t_\S+)$", text, re.MULTILINE)
+        found = re.search(r"^\s+(troth_t_\S+)$", text, re.MULTILINE)
         assert found is not None, text
         deadline = time.monotonic() + 30
         while True:
@@ -76,7 +76,7 @@ def test_serve_prints_the_page_a_first_token_and_how_to_connect_an_agent(tmp_pat
 
 def test_the_readme_shows_both_mcp_configurations_and_three_http_calls() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert '"command": "ledgermind"' in readme  # stdio
+    assert '"command": "troth"' in readme  # stdio
     assert '"type": "http", "url": "http://127.0.0.1:8765/mcp"' in readme
     calls = re.findall(r"^curl .*http://127\.0\.0\.1:8765/api/\S+", readme, re.MULTILINE)
     calls += re.findall(r"^\s+-d .*http://127\.0\.0\.1:8765/api/\S+", readme, re.MULTILINE)

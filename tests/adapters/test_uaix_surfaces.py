@@ -12,9 +12,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.testclient import TestClient
 
-from ledgermind.formats.uaix import seal, validator
 from tests.adapters.conftest import AGENT, Ledger, LiveServer, auth
 from tests.formats.uaix.make_golden import MANDATORY, base, create_body
+from troth.formats.uaix import seal, validator
 
 
 def envelope(message_id: str, principal: str = AGENT) -> bytes:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from ledgermind.core.access import HUMAN_DEFAULT_SCOPES
 from tests.adapters.conftest import AGENT, ALICE, Ledger, LiveServer
+from troth.core.access import HUMAN_DEFAULT_SCOPES
 
 CHROMIUM = Path("/usr/bin/chromium")
 INSTALL = Path(__file__).resolve().parents[2] / "scripts" / "install-chromium.sh"

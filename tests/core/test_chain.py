@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta, timezone
 
-from ledgermind.core import chain
-from ledgermind.formats import personaxis
 from tests.conftest import SHARED
+from troth.core import chain
+from troth.formats import personaxis
 
 VECTORS = json.loads(
     (SHARED / "seeds/personaxis/derived-vectors/episodic_chain_vectors.json").read_text()

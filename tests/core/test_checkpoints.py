@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledgermind.core.checkpoints import (
+from troth.core.checkpoints import (
     CheckpointFact,
     CheckpointRecord,
     MemoryView,

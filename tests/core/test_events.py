@@ -9,7 +9,7 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledgermind.core.events import CanonicalizationError, canonical, canonical_bytes
+from troth.core.events import CanonicalizationError, canonical, canonical_bytes
 
 # Text with what RFC 8785 treats specially: control characters, quotes and backslashes,
 # U+007F and U+2028, characters above U+E000 beside ones outside the BMP (where UTF-16

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ledgermind.config import load_policy
-from ledgermind.core.errors import InvalidInputError, PolicyDeniedError
-from ledgermind.core.records import TOPICS
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.conftest import StepClock
+from troth.config import load_policy
+from troth.core.errors import InvalidInputError, PolicyDeniedError
+from troth.core.records import TOPICS
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 ALICE = "human:alice"
 POLICY = load_policy(None)
@@ -129,7 +129,7 @@ mode = "no_store"
 
 
 def test_an_override_file_in_the_home_is_found(tmp_path: Path) -> None:
-    from ledgermind.config import Settings
+    from troth.config import Settings
 
     (tmp_path / "policy.toml").write_text('[approval]\ndefault = "no_store"\nrules = []\n')
     settings = Settings.load(home=tmp_path, principal=ALICE, environ={})

@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledgermind.core.query import (
+from troth.core.query import (
     analyze_query,
     candidate_limits,
     content_terms,
@@ -15,7 +15,7 @@ from ledgermind.core.query import (
     fts5_match_expression,
     has_time_expression,
 )
-from ledgermind.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
+from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
 
 NOW = "2026-11-29T12:00:00+00:00"
 

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from ledgermind.core import lifecycle
-from ledgermind.core.chain import make_entry
-from ledgermind.core.errors import InvalidInputError
-from ledgermind.core.events import Record, canonical
-from ledgermind.core.records import (
+from troth.core import lifecycle
+from troth.core.chain import make_entry
+from troth.core.errors import InvalidInputError
+from troth.core.events import Record, canonical
+from troth.core.records import (
     AuditItem,
     Memory,
     Relation,
@@ -66,7 +66,7 @@ def test_to_dict_is_plain_json_and_the_inverse_of_memory_from_dict() -> None:
 
 def test_a_projection_from_metadata_with_a_null_field_still_serialises() -> None:
     # A restored chain's metadata only has to be canonical and a known event: a null
-    # where ledgermind writes a mapping is projected as it is, not a crash.
+    # where troth writes a mapping is projected as it is, not a crash.
     entry = make_entry(
         ts="2026-11-29T00:00:00.000Z", content="tea", source="user", tags=(), prev_hash=""
     )

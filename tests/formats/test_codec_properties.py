@@ -1,7 +1,7 @@
 """Round-trip properties of the import codecs: HUX, mem0, OMP, Remnic and basic-memory.
 
-For each, a generated source record is decoded into the item ledgermind writes. HUX, which
-ledgermind also writes, must read back the records it wrote. The import-only formats must lose
+For each, a generated source record is decoded into the item troth writes. HUX, which
+troth also writes, must read back the records it wrote. The import-only formats must lose
 nothing: every source value is either mapped to a memory field or kept under
 ``x_import.fields`` (derived values — hashes, scores, embeddings — excepted). Examples are
 bounded so the suite stays fast.
@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledgermind.formats import basic_memory, foreign, hux, mem0, omp, remnic, yaml12
-from ledgermind.formats.registry import Item
 from tests.formats.test_codecs import JSON, UTC_TIMES
+from troth.formats import basic_memory, foreign, hux, mem0, omp, remnic, yaml12
+from troth.formats.registry import Item
 
 FAST = settings(max_examples=40, deadline=None)
 WORD = st.from_regex(r"\A[a-z][a-z0-9]{0,11}\Z")

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledgermind.core.chain import make_entry
-from ledgermind.formats import (
+from troth.core.chain import make_entry
+from troth.formats import (
     archive,
     basic_memory,
     hux,

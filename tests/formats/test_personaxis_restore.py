@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 from referencing import Registry, Resource
 
-from ledgermind.adapters.cli import cli
-from ledgermind.core import chain
-from ledgermind.core.errors import ConflictError, IntegrityError, PolicyDeniedError
-from ledgermind.formats import hux, personaxis
-from ledgermind.service.memory import Memory
 from tests.conftest import SHARED
+from troth.adapters.cli import cli
+from troth.core import chain
+from troth.core.errors import ConflictError, IntegrityError, PolicyDeniedError
+from troth.formats import hux, personaxis
+from troth.service.memory import Memory
 
 VECTORS_DIR = SHARED / "seeds/personaxis/derived-vectors"
 VECTORS: dict[str, Any] = json.loads((VECTORS_DIR / "episodic_chain_vectors.json").read_text())
@@ -114,7 +114,7 @@ def test_only_the_owner_or_a_service_may_restore(memory: Memory) -> None:
     assert memory.store.tip("human:bob").length == 0
 
 
-def test_a_ledgermind_ledger_moves_between_stores_with_its_metadata(
+def test_a_troth_ledger_moves_between_stores_with_its_metadata(
     memory: Memory, tmp_path: Path
 ) -> None:
     kept = memory.remember("I prefer green tea", reason="asked", title="tea")
@@ -196,7 +196,7 @@ def seed_hux_validator() -> jsonschema.Draft202012Validator:
 
 
 def busy_ledger(memory: Memory) -> None:
-    """One memory in every status, through every event ledgermind writes."""
+    """One memory in every status, through every event troth writes."""
     memory.remember("I prefer green tea", kind="preference", title="Tea", tags=["drinks"])
     proposed = memory.remember(
         "Alice runs", actor="agent:bot", owner="human:alice", channel="synthesis"

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from ledgermind.formats import yaml12
 from tests.formats.test_codecs import JSON, TEXT
+from troth.formats import yaml12
 
 
 def ruamel(text: str) -> Any:

@@ -12,15 +12,6 @@ from typing import Any
 
 import pytest
 
-from ledgermind.config import default_policy_document
-from ledgermind.core.checkpoints import CheckpointRecord
-from ledgermind.core.errors import InvalidInputError, StorageError
-from ledgermind.core.policy import Policy
-from ledgermind.formats.uaix import ERROR_PROFILE, RESPONSE_PROFILE, seal, validator
-from ledgermind.service import checkpoints as service_checkpoints
-from ledgermind.service.checkpoints import LedgerCheckpointPort
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.formats.uaix.make_golden import (
     BASELINE,
     CALLER,
@@ -30,6 +21,15 @@ from tests.formats.uaix.make_golden import (
     restore_body,
 )
 from tests.formats.uaix.test_uaix_golden import GOLDEN, independent_jcs
+from troth.config import default_policy_document
+from troth.core.checkpoints import CheckpointRecord
+from troth.core.errors import InvalidInputError, StorageError
+from troth.core.policy import Policy
+from troth.formats.uaix import ERROR_PROFILE, RESPONSE_PROFILE, seal, validator
+from troth.service import checkpoints as service_checkpoints
+from troth.service.checkpoints import LedgerCheckpointPort
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 UNKNOWNS = [*MANDATORY, "brief-must-identify-unknowns"]
@@ -54,7 +54,7 @@ def automatic_synthesis_policy() -> Policy:
 
 
 def open_memory(home: Path, policy: Policy | None = None, principal: str = CALLER) -> Memory:
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     return Memory(
         store,
         policy=policy or Policy.from_document(default_policy_document()),

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ledgermind.core import chain
-from ledgermind.core.errors import PolicyDeniedError
-from ledgermind.formats import personaxis
-from ledgermind.service.memory import Memory
 from tests.conftest import StepClock
+from troth.core import chain
+from troth.core.errors import PolicyDeniedError
+from troth.formats import personaxis
+from troth.service.memory import Memory
 
 ALICE = "human:alice"
 

@@ -1,4 +1,4 @@
-"""Real erasure: a redacted canary is in no byte under LEDGERMIND_HOME, and the chain verifies."""
+"""Real erasure: a redacted canary is in no byte under TROTH_HOME, and the chain verifies."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from ledgermind.config import load_policy
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore, sqlite3
 from tests.conftest import StepClock
+from troth.config import load_policy
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore, sqlite3
 
 CANARY = "zqxcanary-7f3a91"
 # The canary's distinctive single tokens as the FTS5 porter/unicode61 tokenizer indexes them,
@@ -38,7 +38,7 @@ def fts_terms(db: Any) -> set[str]:
 @pytest.fixture
 def reader(home: Path, memory: Memory) -> Iterator[Any]:
     """A second connection to the same database, open throughout (another process's view)."""
-    db = sqlite3.connect(str(home / "ledgermind.db"), isolation_level=None)
+    db = sqlite3.connect(str(home / "troth.db"), isolation_level=None)
     yield db
     db.close()
 
@@ -74,7 +74,7 @@ def test_a_redacted_canary_is_in_no_file_and_no_index_while_another_connection_i
 
 
 def test_a_canary_erased_by_retention_is_in_no_file(home: Path, clock: StepClock) -> None:
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     with Memory(store, policy=load_policy(None), principal="human:alice", clock=clock) as memory:
         result = memory.remember(
             f"temporary {CANARY}", title=CANARY, ttl="expires_at:2026-07-04T00:00:00Z"
@@ -84,7 +84,7 @@ def test_a_canary_erased_by_retention_is_in_no_file(home: Path, clock: StepClock
         assert expired.id == result.id
         assert expired.status == "expired"
         assert [a.action for a in expired.audit][-2:] == ["expired", "forgotten"]
-        assert expired.audit[-1].actor == "service:ledgermind"
+        assert expired.audit[-1].actor == "service:troth"
         for needle in [CANARY, *TOKENS]:
             assert files_holding(home, needle) == [], needle
         assert all(report.ok for report in memory.verify())

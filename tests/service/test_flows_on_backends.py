@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from ledgermind.service.memory import Memory
+from troth.service.memory import Memory
 
 ALICE = "human:alice"
 

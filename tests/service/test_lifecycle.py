@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ledgermind.core.errors import ConflictError, IntegrityError, PolicyDeniedError
-from ledgermind.service.memory import Memory
+from troth.core.errors import ConflictError, IntegrityError, PolicyDeniedError
+from troth.service.memory import Memory
 
 
 def test_a_persons_own_statement_is_active_and_recallable(memory: Memory) -> None:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from ledgermind.config import load_policy
-from ledgermind.core.errors import ConflictError
-from ledgermind.service.memory import Memory
-from ledgermind.service.migration import migrate
-from ledgermind.storage.postgres import PostgresStore
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.conftest import StepClock
+from troth.config import load_policy
+from troth.core.errors import ConflictError
+from troth.service.memory import Memory
+from troth.service.migration import migrate
+from troth.storage.postgres import PostgresStore
+from troth.storage.sqlite import SQLiteStore
 
 OWNERS = ("human:alice", "human:bob")
 MEMORIES = 1000  # the 10k run is in bench/postgres.py (see docs/benchmarks.md)

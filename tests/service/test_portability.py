@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from ledgermind.config import load_policy
-from ledgermind.core.errors import ConflictError, FormatError, PolicyDeniedError
-from ledgermind.formats import archive, pcp
-from ledgermind.formats.registry import Item
-from ledgermind.service import portability
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.conftest import StepClock
+from troth.config import load_policy
+from troth.core.errors import ConflictError, FormatError, PolicyDeniedError
+from troth.formats import archive, pcp
+from troth.formats.registry import Item
+from troth.service import portability
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 GOLDEN = Path(__file__).resolve().parents[1] / "formats" / "golden"
@@ -34,7 +34,7 @@ def fresh(tmp_path: Path) -> Callable[[], Memory]:
     made: list[Memory] = []
 
     def make() -> Memory:
-        store = SQLiteStore(tmp_path / f"db{len(made)}" / "ledgermind.db")
+        store = SQLiteStore(tmp_path / f"db{len(made)}" / "troth.db")
         m = Memory(store, policy=load_policy(None), principal=OWNER, clock=StepClock())
         made.append(m)
         return m
@@ -210,7 +210,7 @@ def test_e9_own_export_is_imported_with_x_import(fresh: Callable[[], Memory]) ->
     tea = by_title["Tea"]
     assert tea.status == "active"
     assert tea.extra["x_import"]["format"] == "pcp"
-    assert tea.extra["x_import"]["exporter"] == "ledgermind"
+    assert tea.extra["x_import"]["exporter"] == "troth"
     assert tea.recorded_at == tea.extra["x_import"]["at"] == "2026-11-29T12:00:00.000Z"
     assert by_title["Alice may like opera"].status == "proposed"  # agent-made: proposed
     assert by_title["yes: 2026-01-01 is a date"].sensitivity == "sensitive"

@@ -29,13 +29,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgermind.config import load_policy
-from ledgermind.core import chain
-from ledgermind.core.errors import ConflictError, PolicyDeniedError
-from ledgermind.formats import personaxis
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.conftest import SHARED, StepClock
+from troth.config import load_policy
+from troth.core import chain
+from troth.core.errors import ConflictError, PolicyDeniedError
+from troth.formats import personaxis
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 ALICE = "human:alice"
 WRITERS = [

@@ -12,20 +12,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgermind.config import Settings, load_policy
-from ledgermind.core.errors import ConflictError, InvalidInputError
-from ledgermind.embedding import HashingEmbedder
-from ledgermind.service.memory import Memory
-from ledgermind.service.recall import Query
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.conftest import StepClock, vector_facade
+from troth.config import Settings, load_policy
+from troth.core.errors import ConflictError, InvalidInputError
+from troth.embedding import HashingEmbedder
+from troth.service.memory import Memory
+from troth.service.recall import Query
+from troth.storage.sqlite import SQLiteStore
 
 ALICE = "human:alice"
 
 
 @pytest.fixture
 def mind(home: Path, clock: StepClock) -> Iterator[Memory]:
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     with vector_facade(store, principal=ALICE, clock=clock) as m:
         yield m
 
@@ -187,7 +187,7 @@ def test_a_model_change_asks_for_a_reindex(mind: Memory) -> None:
         principal=ALICE,
         embedder=HashingEmbedder(dim=32, name="hashing-32"),
     )
-    with pytest.raises(ConflictError, match="ledgermind reindex"):
+    with pytest.raises(ConflictError, match="troth reindex"):
         other.recall("cat")
     assert other.reindex() == {ALICE: 1}
     assert mind.store.vector_model() == ("hashing-32", 32)
@@ -242,7 +242,7 @@ def test_a_memorys_own_exact_text_ranks_first(
     tmp_path_factory: pytest.TempPathFactory, corpus: list[str], pick: int
 ) -> None:
     home = tmp_path_factory.mktemp("prop")
-    store = SQLiteStore(home / "ledgermind.db")
+    store = SQLiteStore(home / "troth.db")
     with vector_facade(store, principal=ALICE) as mind:
         written = mind.remember_many(corpus)
         target = written[pick % len(written)]
@@ -309,13 +309,13 @@ def test_a_gate_below_one_is_refused(tmp_path: Path, bad: Any) -> None:
 
 def test_the_gate_comes_from_the_environment_and_bad_values_are_named(tmp_path: Path) -> None:
     settings = Settings.load(
-        home=tmp_path, principal="human:alice", environ={"LEDGERMIND_MAX_CONCURRENT_RECALLS": "3"}
+        home=tmp_path, principal="human:alice", environ={"TROTH_MAX_CONCURRENT_RECALLS": "3"}
     )
     assert settings.max_concurrent_recalls == 3
     for bad in ("0", "two", "-1", "²"):
-        with pytest.raises(InvalidInputError, match="LEDGERMIND_MAX_CONCURRENT_RECALLS"):
+        with pytest.raises(InvalidInputError, match="TROTH_MAX_CONCURRENT_RECALLS"):
             Settings.load(
                 home=tmp_path,
                 principal="human:alice",
-                environ={"LEDGERMIND_MAX_CONCURRENT_RECALLS": bad},
+                environ={"TROTH_MAX_CONCURRENT_RECALLS": bad},
             )

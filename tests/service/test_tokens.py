@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from ledgermind.core.access import REVIEW, hash_token
-from ledgermind.core.errors import AuthenticationError, InvalidInputError, NotFoundError
-from ledgermind.service.memory import Memory
-from ledgermind.service.tokens import Tokens, parse_expiry
 from tests.conftest import StepClock
+from troth.core.access import REVIEW, hash_token
+from troth.core.errors import AuthenticationError, InvalidInputError, NotFoundError
+from troth.service.memory import Memory
+from troth.service.tokens import Tokens, parse_expiry
 
 HUMAN_SCOPES = ["memory:read", "memory:write", "review:write"]
 
@@ -65,7 +65,7 @@ def test_impossible_grants_are_refused(
 
 @pytest.mark.parametrize(
     "token",
-    [None, "", "lm_", "Bearer x", "lm_t_000000000000_" + "A" * 43, "lm_t_zz_" + "A" * 43],
+    [None, "", "troth_", "Bearer x", "troth_t_000000000000_" + "A" * 43, "troth_t_zz_" + "A" * 43],
 )
 def test_missing_malformed_or_unknown_tokens_do_not_authenticate(
     tokens: Tokens, token: str | None

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ledgermind.config import load_policy
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore
+from troth.config import load_policy
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 
 def append(

@@ -13,18 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from ledgermind.config import load_policy
-from ledgermind.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, verify
-from ledgermind.core.checkpoints import StoredReply
-from ledgermind.core.errors import InvalidInputError, StaleTipError, StorageError
-from ledgermind.core.events import Record, verify_records
-from ledgermind.core.records import Memory as MemoryRecord
-from ledgermind.embedding import HashingEmbedder
-from ledgermind.service.memory import Memory
-from ledgermind.service.recall import fts_match
-from ledgermind.storage.base import MemoryFilter, Store, Tip, Transaction
-from ledgermind.storage.postgres import PostgresStore
 from tests.conftest import StepClock, vector_facade
+from troth.config import load_policy
+from troth.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, verify
+from troth.core.checkpoints import StoredReply
+from troth.core.errors import InvalidInputError, StaleTipError, StorageError
+from troth.core.events import Record, verify_records
+from troth.core.records import Memory as MemoryRecord
+from troth.embedding import HashingEmbedder
+from troth.service.memory import Memory
+from troth.service.recall import fts_match
+from troth.storage.base import MemoryFilter, Store, Tip, Transaction
+from troth.storage.postgres import PostgresStore
 
 ALICE, BOB = "human:alice", "human:bob"
 
@@ -282,7 +282,7 @@ def test_checkpoint_replies_are_kept_per_owner(any_store: Store) -> None:
 
 
 def test_tokens_are_kept_listed_and_revoked(any_store: Store) -> None:
-    from ledgermind.core.access import TokenRecord
+    from troth.core.access import TokenRecord
 
     first = TokenRecord("tok_a", "h" * 64, ALICE, ("memory:read",), "2026-11-29T10:00:00.000Z")
     second = TokenRecord(

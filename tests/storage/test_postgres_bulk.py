@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledgermind.storage.postgres import PostgresStore
 from tests.conftest import vector_facade
+from troth.storage.postgres import PostgresStore
 
 INDEX = "memories_embedding_64"
 

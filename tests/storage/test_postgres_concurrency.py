@@ -8,10 +8,10 @@ from multiprocessing.pool import Pool
 
 import pytest
 
-from ledgermind.core.events import verify_records
-from ledgermind.storage.base import MemoryFilter
-from ledgermind.storage.postgres import PostgresStore
 from tests.storage.workers import remember_many
+from troth.core.events import verify_records
+from troth.storage.base import MemoryFilter
+from troth.storage.postgres import PostgresStore
 
 PROCESSES = 16
 PER_PROCESS = 12

@@ -12,10 +12,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ledgermind.service.memory import Memory
-from ledgermind.storage.base import Hit, MemoryFilter
-from ledgermind.storage.postgres import PostgresStore
 from tests.conftest import vector_facade
+from troth.service.memory import Memory
+from troth.storage.base import Hit, MemoryFilter
+from troth.storage.postgres import PostgresStore
 
 
 def _messages(store: PostgresStore, trace: Path, work: Callable[[], object]) -> list[str]:

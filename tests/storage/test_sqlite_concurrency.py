@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ledgermind.config import load_policy
-from ledgermind.service.memory import Memory
-from ledgermind.storage.sqlite import SQLiteStore
 from tests.storage.sqlite_workers import append
+from troth.config import load_policy
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 PROCESSES = 8
 OWNER = "human:alice"
@@ -20,7 +20,7 @@ OWNER = "human:alice"
 def test_eight_processes_appending_to_one_chain_lose_nothing_and_never_fork(
     tmp_path: Path, count: int, batch: int
 ) -> None:
-    path = tmp_path / "ledgermind.db"
+    path = tmp_path / "troth.db"
     SQLiteStore(path).close()  # create the schema once, before the race
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager, context.Pool(PROCESSES) as pool:

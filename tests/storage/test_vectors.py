@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ledgermind.storage.sqlite import SQLiteStore
-from ledgermind.storage.vectors import VectorCache
 from tests.conftest import vector_facade
+from troth.storage.sqlite import SQLiteStore
+from troth.storage.vectors import VectorCache
 
 
 def _rows(count: int, dimension: int, seed: int) -> list[tuple[int, bytes]]:

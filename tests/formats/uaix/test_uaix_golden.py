@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ledgermind.core.checkpoints import CheckpointRecord, MemoryView
-from ledgermind.formats.uaix import (
+from troth.core.checkpoints import CheckpointRecord, MemoryView
+from troth.formats.uaix import (
     ERROR_PROFILE,
     RESPONSE_PROFILE,
     InMemoryCheckpointPort,

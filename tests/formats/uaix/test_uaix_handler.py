@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from make_golden import CALLER, MANDATORY, base, create_body
 
-import ledgermind.formats.uaix as uaix
-from ledgermind.core.errors import InvalidInputError
-from ledgermind.formats.uaix import (
+import troth.formats.uaix as uaix
+from troth.core.errors import InvalidInputError
+from troth.formats.uaix import (
     InMemoryCheckpointPort,
     apply_redactions,
     compute_checksum,

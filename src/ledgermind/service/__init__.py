@@ -1,5 +1,0 @@
-"""The service layer: the ``Memory`` facade that every adapter calls, and nothing else."""
-
-from ledgermind.service.memory import Memory, WriteResult
-
-__all__ = ["Memory", "WriteResult"]

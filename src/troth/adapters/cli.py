@@ -1,0 +1,546 @@
+"""The ``troth`` command line: the library's verbs as commands.
+
+Exit codes: 0 ok; 1 not found, or verification failed; 2 bad input or denied by policy
+(the table is in ``adapters/console.py``). Every command takes ``--json`` for
+machine-readable output. The server commands live in ``adapters/commands.py``, the ones
+that carry memory across a boundary in ``adapters/exchange.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from troth.adapters.commands import demo, mcp_command, serve, token
+from troth.adapters.console import (
+    EXIT_BAD_INPUT,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    Context,
+    emit,
+    fail,
+    handled,
+    json_option,
+    out_console,
+    progress_bar,
+    with_json,
+)
+from troth.adapters.exchange import checkpoint, export_command, import_command, migrate
+from troth.config import Settings
+from troth.core.errors import TrothError
+from troth.core.ranking import ADDITIVE_ADJUSTMENTS
+from troth.core.records import CHANNELS, KINDS, STATUSES, TOPICS
+from troth.core.records import Memory as MemoryRecord
+from troth.service.memory import MemoryFilter
+from troth.service.recall import Query
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_NOT_FOUND", "EXIT_OK", "cli", "main"]
+
+
+def write_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every write takes."""
+    options = [
+        click.option("--owner", help="Whose ledger (a principal, e.g. human:alice)."),
+        click.option(
+            "--source",
+            "channel",
+            type=click.Choice(CHANNELS),
+            help="Channel: user, internal, tool, synthesis.",
+        ),
+        click.option("--kind", type=click.Choice(KINDS), default="fact", show_default=True),
+        click.option("--topic", type=click.Choice(TOPICS), default="general", show_default=True),
+        click.option(
+            "--scope",
+            default="global",
+            show_default=True,
+            help="global, project:ID or conversation:ID.",
+        ),
+        click.option("--reason", help="Why this is remembered, in the person's words."),
+        click.option("--title", help="A short title."),
+        click.option("--tag", "tags", multiple=True, help="A tag (repeatable)."),
+        click.option(
+            "--ttl",
+            default="never",
+            show_default=True,
+            help="never, expires_at:<UTC time> or decay:<days>.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def render_memory(memory: MemoryRecord) -> None:
+    """A memory as a small table."""
+    table = Table(show_header=False, box=None)
+    for key in (
+        "id",
+        "owner",
+        "status",
+        "retrievable",
+        "kind",
+        "topic",
+        "sensitivity",
+        "channel",
+        "actor",
+        "content",
+        "reason",
+        "created_at",
+        "updated_at",
+        "revision",
+        "supersedes",
+        "superseded_by",
+    ):
+        value = getattr(memory, key)
+        if value not in (None, ""):
+            table.add_row(f"[bold]{key}[/]", str(value))
+    out_console.print(table)
+    for item in memory.audit:
+        note = f" — {item.note}" if item.note else ""
+        out_console.print(f"  {item.at}  {item.action:<18} {item.actor}{note}", highlight=False)
+
+
+@click.group()
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Data directory (default: TROTH_HOME or the user data directory).",
+)
+@click.option(
+    "--as", "principal", help="Acting principal (default: TROTH_PRINCIPAL or human:<login>)."
+)
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A TOML policy overriding the defaults.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.version_option(package_name="troth")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    home: Path | None,
+    principal: str | None,
+    policy_path: Path | None,
+    as_json: bool,
+) -> None:
+    """troth: long-term memory for AI assistants that people can trust."""
+    try:
+        settings = Settings.load(home=home, principal=principal, policy_path=policy_path)
+    except TrothError as error:
+        fail(error, as_json)
+    ctx.obj = Context(settings, as_json)
+
+
+for _command in (
+    serve,
+    mcp_command,
+    token,
+    demo,
+    migrate,
+    export_command,
+    import_command,
+    checkpoint,
+):
+    cli.add_command(_command)
+
+
+@cli.command()
+@click.argument("text")
+@write_options
+@click.option("--as-agent-for", "on_behalf_of", help="The human principal an agent acts for.")
+@json_option
+@click.pass_obj
+def remember(
+    obj: Context,
+    text: str,
+    owner: str | None,
+    channel: str | None,
+    kind: str,
+    topic: str,
+    scope: str,
+    reason: str | None,
+    title: str | None,
+    tags: tuple[str, ...],
+    ttl: str,
+    on_behalf_of: str | None,
+    as_json: bool,
+) -> None:
+    """Remember TEXT; the policy decides whether it is kept, proposed or not stored."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        memory = ctx.writer
+        actor = memory.principal
+        result = memory.remember(
+            text,
+            owner=owner,
+            channel=channel
+            or ("user" if actor.startswith("human:") and (owner in (None, actor)) else "tool"),
+            on_behalf_of=on_behalf_of,
+            kind=kind,
+            topic=topic,
+            scope=scope,
+            reason=reason,
+            title=title,
+            tags=tags,
+            ttl=ttl,
+        )
+        emit(
+            ctx,
+            result.to_dict(),
+            lambda: out_console.print(
+                f"{result.id} {result.status} — {result.why}", highlight=False
+            ),
+        )
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--owner", help="Whose memories to search.")
+@click.option("--limit", default=10, show_default=True, type=int)
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
+@click.option("--scope")
+@click.option("--tag", "tags", multiple=True)
+@click.option("--partition")
+@click.option("--sensitive", "include_sensitive", is_flag=True, help="Include sensitive memories.")
+@click.option("--archived", "include_archived", is_flag=True, help="Include archived memories.")
+@click.option("--no-stale", "exclude_stale", is_flag=True, help="Leave out stale memories.")
+@click.option("--valid-on", help="Only what was valid on this date (YYYY-MM-DD or a time).")
+@click.option("--as-of", help="As the ledger stood at this UTC time (2026-01-01T00:00:00Z).")
+@json_option
+@click.pass_obj
+def recall(
+    obj: Context,
+    query: str,
+    owner: str | None,
+    limit: int,
+    kinds: tuple[str, ...],
+    scope: str | None,
+    tags: tuple[str, ...],
+    partition: str | None,
+    include_sensitive: bool,
+    include_archived: bool,
+    exclude_stale: bool,
+    valid_on: str | None,
+    as_of: str | None,
+    as_json: bool,
+) -> None:
+    """Recall the memories that best answer QUERY, each with its score and why it ranked."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        hits = ctx.memory.recall(
+            Query(
+                text=query,
+                owner=owner,
+                limit=limit,
+                kinds=kinds or None,
+                scope=scope,
+                tags=tags,
+                partition=partition,
+                include_sensitive=include_sensitive,
+                include_archived=include_archived,
+                include_stale=not exclude_stale,
+                valid_on=valid_on,
+                as_of=as_of,
+            )
+        )
+
+        def human() -> None:
+            for hit in hits:
+                out_console.print(
+                    f"{hit.score:8.3f}  {hit.memory.id}  {hit.memory.content}", highlight=False
+                )
+                out_console.print(f"          [dim]{_why(hit.why)}[/]", highlight=False)
+            if not hits:
+                out_console.print("nothing found")
+
+        emit(ctx, {"hits": [h.to_dict() for h in hits]}, human)
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--owner")
+@json_option
+@click.pass_obj
+def show(obj: Context, memory_id: str, owner: str | None, as_json: bool) -> None:
+    """Show one memory with its audit trail."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        memory = ctx.memory.get(memory_id, owner=owner)
+        emit(ctx, memory.to_dict(), lambda: render_memory(memory))
+
+
+@cli.command(name="list")
+@click.option("--owner")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES))
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10000))
+@json_option
+@click.pass_obj
+def list_command(
+    obj: Context,
+    owner: str | None,
+    statuses: tuple[str, ...],
+    kinds: tuple[str, ...],
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List memories, newest first."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        items = ctx.memory.memories(
+            owner, MemoryFilter(statuses=statuses or None, kinds=kinds or None, limit=limit)
+        )
+
+        def human() -> None:
+            table = Table("id", "status", "kind", "content")
+            for m in items:
+                table.add_row(
+                    m.id,
+                    m.status + ("" if m.retrievable or m.status != "active" else " (hidden)"),
+                    m.kind,
+                    m.content[:80],
+                )
+            out_console.print(table)
+
+        emit(ctx, {"memories": [m.to_dict() for m in items]}, human)
+
+
+def _transition(name: str, doc: str) -> None:
+    @cli.command(name=name, help=doc)
+    @click.argument("memory_id")
+    @click.option("--owner")
+    @click.option("--note", help="A short note for the audit trail.")
+    @json_option
+    @click.pass_obj
+    def command(
+        obj: Context, memory_id: str, owner: str | None, note: str | None, as_json: bool
+    ) -> None:
+        ctx = with_json(obj, as_json)
+        with handled(ctx):
+            method = getattr(ctx.writer, name)
+            memory = method(memory_id, owner=owner, note=note)
+            emit(
+                ctx,
+                memory.to_dict(),
+                lambda: out_console.print(f"{memory.id} {memory.status}", highlight=False),
+            )
+
+
+_transition("approve", "Approve a proposed memory: it becomes active.")
+_transition("reject", "Reject a proposed memory.")
+_transition("hide", "Remove a memory from retrieval without forgetting it.")
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.argument("text")
+@click.option("--owner")
+@click.option("--reason")
+@json_option
+@click.pass_obj
+def edit(
+    obj: Context, memory_id: str, text: str, owner: str | None, reason: str | None, as_json: bool
+) -> None:
+    """Supersede a memory with new TEXT (a new memory; the old one leaves retrieval)."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        result = ctx.writer.edit(memory_id, text, owner=owner, reason=reason)
+        emit(
+            ctx,
+            {**result.to_dict(), "supersedes": memory_id},
+            lambda: out_console.print(
+                f"{result.id} {result.status} (supersedes {memory_id})", highlight=False
+            ),
+        )
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--owner")
+@click.option("--reason", default="forgotten at the owner's request", show_default=True)
+@json_option
+@click.pass_obj
+def forget(obj: Context, memory_id: str, owner: str | None, reason: str, as_json: bool) -> None:
+    """Forget a memory at once (a tombstone); `redact` erases its bytes."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        memory = ctx.writer.forget(memory_id, owner=owner, reason=reason)
+        emit(
+            ctx,
+            memory.to_dict(),
+            lambda: out_console.print(f"{memory.id} {memory.status}", highlight=False),
+        )
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--reason", required=True, help="Why it is erased (kept in the audit trail).")
+@click.option("--owner")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_obj
+def redact(
+    obj: Context, memory_id: str, reason: str, owner: str | None, yes: bool, as_json: bool
+) -> None:
+    """Erase a memory's text from every file the store keeps; the chain still verifies."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        if not yes and sys.stdin.isatty() and not ctx.as_json:
+            click.confirm(f"Erase the text of {memory_id} for good?", abort=True)
+        memory = ctx.writer.redact(memory_id, owner=owner, reason=reason)
+        emit(
+            ctx,
+            memory.to_dict(),
+            lambda: out_console.print(f"{memory.id} redacted", highlight=False),
+        )
+
+
+@cli.command()
+@click.option("--owner")
+@json_option
+@click.pass_obj
+def verify(obj: Context, owner: str | None, as_json: bool) -> None:
+    """Verify every chain and compare each projection with the ledger."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        reports = ctx.memory.verify(owner)
+        ok = all(r.ok for r in reports)
+
+        def human() -> None:
+            for r in reports:
+                if r.ok:
+                    out_console.print(
+                        f"[green]ok[/]  {r.owner}: {r.chain.length} entries, head {r.chain.head[:16]}",
+                        highlight=False,
+                    )
+                elif not r.chain.ok:
+                    out_console.print(
+                        f"[red]broken[/]  {r.owner}: entry #{r.chain.broken_at}: {r.chain.reason}",
+                        highlight=False,
+                    )
+                else:
+                    out_console.print(
+                        f"[red]projection differs[/]  {r.owner}: {r.mismatch}", highlight=False
+                    )
+            if not reports:
+                out_console.print("no ledgers yet")
+
+        emit(ctx, {"ok": ok, "owners": [r.to_dict() for r in reports]}, human)
+        if not ok:
+            sys.exit(EXIT_NOT_FOUND)
+
+
+@cli.command()
+@click.option("--owner")
+@click.option("--start", default=0, type=click.IntRange(0))
+@json_option
+@click.pass_obj
+def log(obj: Context, owner: str | None, start: int, as_json: bool) -> None:
+    """Show an owner's ledger entries (personaxis lines)."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        records = list(ctx.memory.log(owner, start=start))
+
+        def human() -> None:
+            for r in records:
+                event = r.decode()
+                label = f"{event.event} {event.memory}" if event else "entry"
+                out_console.print(
+                    f"#{r.seq:<5} {r.entry.ts}  {r.entry.source:<9} {label}  {r.entry.content[:60]}",
+                    highlight=False,
+                )
+
+        emit(ctx, {"entries": [{"seq": r.seq, **r.entry.to_json()} for r in records]}, human)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def sweep(obj: Context, as_json: bool) -> None:
+    """Expire memories whose retention ran out, and erase their text."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        expired = ctx.memory.sweep()
+        emit(
+            ctx,
+            {"expired": [m.id for m in expired]},
+            lambda: out_console.print(f"{len(expired)} expired"),
+        )
+
+
+@cli.command()
+@click.option("--owner")
+@json_option
+@click.pass_obj
+def rebuild(obj: Context, owner: str | None, as_json: bool) -> None:
+    """Recompute the projection from the ledger and report whether it equalled the stored one."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        results = ctx.memory.rebuild(owner)
+
+        def human() -> None:
+            for r in results:
+                state = "equal" if r["equal"] else f"differed ({r['mismatch']})"
+                out_console.print(
+                    f"{r['owner']}: {r['memories']} memories rebuilt; {state}", highlight=False
+                )
+
+        emit(ctx, {"owners": results}, human)
+        if not all(r["equal"] for r in results):
+            sys.exit(EXIT_NOT_FOUND)
+
+
+def _why(why: dict[str, Any]) -> str:
+    """One line: lexical and vector rank, then each adjustment."""
+    parts = []
+    for name in ("lexical", "vector"):
+        if why.get(f"{name}_rank") is not None:
+            parts.append(f"{name} #{why[f'{name}_rank']}")
+    parts += [
+        f"{k} {v:+.2f}" if k in ADDITIVE_ADJUSTMENTS else f"{k} x{v:.2f}"
+        for k, v in why.get("adjustments", {}).items()
+    ]
+    return ", ".join(parts)
+
+
+@cli.command()
+@click.option("--owner", help="Only this owner's memories (default: every owner).")
+@json_option
+@click.pass_obj
+def reindex(obj: Context, owner: str | None, as_json: bool) -> None:
+    """Recompute the vector of every retrievable memory (after changing the embedding model)."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        with progress_bar(ctx) as bar:
+            task = bar.add_task("embedding", total=None)
+
+            def advance(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            counts = ctx.memory.reindex(owner, progress=advance)
+        embedder = ctx.memory.embedder
+        model = None if embedder is None else {"name": embedder.name, "dim": embedder.dim}
+
+        def human() -> None:
+            for whose, count in counts.items():
+                out_console.print(f"{whose}: {count} memories embedded", highlight=False)
+            if model:
+                out_console.print(f"model {model['name']} ({model['dim']} dimensions)")
+
+        emit(ctx, {"owners": counts, "model": model}, human)
+
+
+def main() -> None:
+    """Console entry point."""
+    cli(prog_name="troth")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,212 @@
+"""Server commands of the CLI: ``serve``, ``mcp``, ``token create|list|revoke`` and ``demo``.
+
+They live here, beside the server they start, and ``adapters/cli.py`` registers them on the
+``troth`` group. They share the group's context object (settings, ``--json``, the
+lazily opened facade) and its error-to-exit table through ``adapters/console.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import click
+
+from troth.adapters.console import Context, handled, with_json
+from troth.core.access import (
+    AGENT_DEFAULT_SCOPES,
+    HUMAN_DEFAULT_SCOPES,
+    SCOPES,
+    SENSITIVE_READ,
+    check_grant,
+)
+from troth.core.records import principal_kind
+from troth.service.tokens import DEFAULT_EXPIRY, Tokens
+
+
+def _scopes(value: str | None, principal: str) -> tuple[str, ...]:
+    if value is None:
+        human = principal_kind(principal) == "human"
+        return HUMAN_DEFAULT_SCOPES if human else AGENT_DEFAULT_SCOPES
+    return tuple(s for s in value.split(",") if s.strip())
+
+
+json_flag = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+tool_names_option = click.option(
+    "--tool-names",
+    type=click.Choice(["dotted", "underscore"]),
+    default=lambda: os.environ.get("TROTH_MCP_TOOL_NAMES", "dotted"),
+    show_default="dotted, or TROTH_MCP_TOOL_NAMES",
+    help="memory.search, or memory_search for MCP clients that reject dots.",
+)
+
+
+@click.group()
+def token() -> None:
+    """Create, list and revoke bearer tokens for the HTTP API, MCP and the review page."""
+
+
+@token.command(name="create")
+@click.option("--principal", required=True, help="Who the token is: human:NAME or agent:NAME.")
+@click.option(
+    "--on-behalf-of", "on_behalf_of", help="For an agent: the person it acts for (human:NAME)."
+)
+@click.option(
+    "--scopes",
+    help=f"Comma-separated, any of {', '.join(SCOPES)} "
+    "(default: all for a person; memory:read,memory:write for an agent).",
+)
+@click.option(
+    "--expires",
+    default=DEFAULT_EXPIRY,
+    show_default=True,
+    help="never, a duration (30m, 12h, 90d, 2w) or a UTC time.",
+)
+@click.option("--label", help="A note to recognise the token by (device, client).")
+@json_flag
+@click.pass_obj
+def token_create(
+    obj: Context,
+    principal: str,
+    on_behalf_of: str | None,
+    scopes: str | None,
+    expires: str,
+    label: str | None,
+    as_json: bool,
+) -> None:
+    """Create a token; the secret is printed once and only its hash is stored."""
+    with handled(with_json(obj, as_json)) as ctx:
+        issued = Tokens(ctx.memory.store).create(
+            principal,
+            _scopes(scopes, principal),
+            on_behalf_of=on_behalf_of,
+            expires=expires,
+            label=label,
+        )
+        if ctx.as_json:
+            click.echo(json.dumps(issued.to_dict(), ensure_ascii=False, indent=2))
+        else:
+            record = issued.record
+            click.echo(issued.token)
+            click.echo(
+                f"id {record.token_id}, {record.principal}"
+                + (f" for {record.on_behalf_of}" if record.on_behalf_of else "")
+                + f", scopes {','.join(record.scopes)}, expires {record.expires_at or 'never'}",
+                err=True,
+            )
+
+
+@token.command(name="list")
+@click.option("--principal", help="Only this principal's tokens.")
+@json_flag
+@click.pass_obj
+def token_list(obj: Context, principal: str | None, as_json: bool) -> None:
+    """List tokens (never their secrets)."""
+    with handled(with_json(obj, as_json)) as ctx:
+        records = Tokens(ctx.memory.store).records(principal)
+        if ctx.as_json:
+            click.echo(json.dumps({"tokens": [r.to_dict() for r in records]}, indent=2))
+            return
+        for r in records:
+            state = (
+                f"revoked {r.revoked_at}" if r.revoked_at else f"expires {r.expires_at or 'never'}"
+            )
+            whom = f" for {r.on_behalf_of}" if r.on_behalf_of else ""
+            click.echo(f"{r.token_id}  {r.principal}{whom}  {','.join(r.scopes)}  {state}")
+        if not records:
+            click.echo("no tokens")
+
+
+@token.command(name="revoke")
+@click.argument("token_id")
+@json_flag
+@click.pass_obj
+def token_revoke(obj: Context, token_id: str, as_json: bool) -> None:
+    """Revoke a token at once: later requests with it get 401."""
+    with handled(with_json(obj, as_json)) as ctx:
+        record = Tokens(ctx.memory.store).revoke(token_id)
+        if ctx.as_json:
+            click.echo(json.dumps(record.to_dict(), indent=2))
+        else:
+            click.echo(f"{record.token_id} revoked")
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@tool_names_option
+@click.option(
+    "--first-token/--no-first-token",
+    default=False,
+    help="Create and print a token for the acting person if they have none.",
+)
+@click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False))
+@click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False))
+@click.pass_obj
+def serve(
+    obj: Context,
+    host: str,
+    port: int,
+    tool_names: str,
+    first_token: bool,
+    ssl_certfile: str | None,
+    ssl_keyfile: str | None,
+) -> None:
+    """Serve the HTTP API, MCP (streamable HTTP at /mcp) and the review page."""
+    from troth.adapters import server
+
+    with handled(obj) as ctx:
+        principal = ctx.settings.principal
+        server.serve(
+            ctx.memory,
+            host=host,
+            port=port,
+            tool_names="underscore" if tool_names == "underscore" else "dotted",
+            first_token_for=principal
+            if first_token and principal_kind(principal) == "human"
+            else None,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+        )
+
+
+@click.command(name="mcp")
+@click.option(
+    "--on-behalf-of",
+    "on_behalf_of",
+    default=lambda: os.environ.get("TROTH_ON_BEHALF_OF"),
+    help="For an agent principal (--as agent:NAME): the person it acts for.",
+)
+@click.option(
+    "--scopes",
+    help="Comma-separated scopes (default: memory:read,memory:write; "
+    "a person also gets memory.sensitive:read).",
+)
+@tool_names_option
+@click.pass_obj
+def mcp_command(
+    obj: Context, on_behalf_of: str | None, scopes: str | None, tool_names: str
+) -> None:
+    """Serve the MCP tools over stdio, acting as the configured principal (--as)."""
+    from troth.adapters import server
+
+    with handled(obj) as ctx:
+        principal = ctx.settings.principal
+        wanted: Any = scopes.split(",") if scopes else list(AGENT_DEFAULT_SCOPES)
+        if scopes is None and principal_kind(principal) == "human":
+            wanted.append(SENSITIVE_READ)
+        grant = check_grant(principal, on_behalf_of, wanted)
+        server.serve_stdio(
+            ctx.memory,
+            grant,
+            tool_names="underscore" if tool_names == "underscore" else "dotted",
+        )
+
+
+@click.command()
+def demo() -> None:
+    """Walk through remember → recall → approve → redact → verify on a demo home."""
+    from troth.adapters import walkthrough
+
+    walkthrough.main()

@@ -1,0 +1,130 @@
+"""What every CLI command shares: the context object, output, and the one error-to-exit table.
+
+Exit codes: 0 ok; 1 not found, or verification failed; 2 bad input or denied by policy.
+``cli.py`` (the ledger's verbs), ``exchange.py`` (export, import, migrate, checkpoint) and
+``commands.py`` (serve, mcp, token, demo) all run their bodies under :func:`handled`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+from troth.config import Settings, build_memory
+from troth.core.errors import (
+    AuthenticationError,
+    ConflictError,
+    FormatError,
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    PolicyDeniedError,
+    TrothError,
+)
+from troth.service.memory import Memory
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
+
+# The one table that maps errors to exit codes.
+EXIT_CODES: dict[type[TrothError], int] = {
+    NotFoundError: EXIT_NOT_FOUND,
+    IntegrityError: EXIT_NOT_FOUND,
+    InvalidInputError: EXIT_BAD_INPUT,
+    PolicyDeniedError: EXIT_BAD_INPUT,
+    ConflictError: EXIT_BAD_INPUT,
+    FormatError: EXIT_BAD_INPUT,
+    AuthenticationError: EXIT_BAD_INPUT,
+}
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+
+class Context:
+    """What every command shares: settings, the output mode, and a lazily opened Memory."""
+
+    def __init__(self, settings: Settings, as_json: bool) -> None:
+        self.settings = settings
+        self.as_json = as_json
+        self._memory: Memory | None = None
+        self._swept = False
+
+    @property
+    def memory(self) -> Memory:
+        if self._memory is None:
+            self._memory = build_memory(self.settings)
+        return self._memory
+
+    @property
+    def writer(self) -> Memory:
+        """The Memory for a command that writes: retention is swept first ("run on start").
+
+        A CLI has no background worker, so every write command expires and erases what
+        retention says is over before it writes (docs/ledger.md, "Retention").
+        """
+        memory = self.memory
+        if not self._swept:
+            memory.sweep()
+            self._swept = True
+        return memory
+
+    def close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+
+
+def fail(error: TrothError, as_json: bool) -> NoReturn:
+    """Print an error as a sentence (or JSON) and exit with its code."""
+    code = next((c for t, c in EXIT_CODES.items() if isinstance(error, t)), EXIT_BAD_INPUT)
+    if as_json:
+        click.echo(json.dumps(error.to_dict(), ensure_ascii=False, default=str))
+    else:
+        err_console.print(f"[bold red]error:[/] {error.message}", highlight=False)
+    sys.exit(code)
+
+
+def progress_bar(ctx: Context) -> Progress:
+    """A progress bar on stderr (silent with --json): what, a bar, done/total, time left."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeRemainingColumn(), console=err_console, disable=ctx.as_json)
+
+
+@contextmanager
+def handled(ctx: Context) -> Iterator[Context]:
+    """Run a command body, mapping troth errors to messages and exit codes."""
+    try:
+        yield ctx
+    except TrothError as error:
+        fail(error, ctx.as_json)
+    finally:
+        ctx.close()
+
+
+def emit(ctx: Context, data: Any, human: Callable[[], None]) -> None:
+    """JSON when asked for, the human rendering otherwise."""
+    if ctx.as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        human()
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json`` on every command (also accepted before the command name)."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(f)
+
+
+def with_json(obj: Context, as_json: bool) -> Context:
+    """The group's context, in JSON mode when the command's own ``--json`` asks for it."""
+    obj.as_json = obj.as_json or as_json
+    return obj

@@ -1,0 +1,227 @@
+"""CLI commands that carry memory across a boundary: export, import, migrate, checkpoint.
+
+``adapters/cli.py`` registers them on the ``troth`` group; they share its context,
+output and exit codes through ``adapters/console.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.progress import Progress
+
+if TYPE_CHECKING:
+    from troth.service.memory import Memory
+
+from troth.adapters.console import (
+    EXIT_BAD_INPUT,
+    EXIT_NOT_FOUND,
+    Context,
+    emit,
+    err_console,
+    handled,
+    json_option,
+    out_console,
+    progress_bar,
+    with_json,
+)
+
+
+@click.command()
+@click.option(
+    "--to",
+    "destination",
+    required=True,
+    help="Where to copy: postgresql://…, sqlite:///PATH or a file path.",
+)
+@json_option
+@click.pass_obj
+def migrate(obj: Context, destination: str, as_json: bool) -> None:
+    """Copy every owner's ledger and projection to another database, then verify the copy."""
+    from troth.config import open_store
+    from troth.service.migration import migrate as migrate_ledgers
+
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        target = open_store(destination)
+        try:
+            with progress_bar(ctx) as bar:
+                tasks: dict[str, Any] = {}
+
+                def advance(owner: str, done: int, total: int) -> None:
+                    if owner not in tasks:
+                        tasks[owner] = bar.add_task(owner, total=total)
+                    bar.update(tasks[owner], completed=done)
+
+                reports = migrate_ledgers(ctx.memory.store, target, progress=advance)
+                vectors = _vectors_for(ctx.memory, target, [r.owner for r in reports], bar)
+        finally:
+            target.close()
+
+        def human() -> None:
+            for r in reports:
+                out_console.print(
+                    f"[green]ok[/]  {r.owner}: {r.rows} entries ({r.copied} copied),"
+                    f" {r.memories} memories, head {r.head[:16]}",
+                    highlight=False,
+                )
+            if not reports:
+                out_console.print("no ledgers to copy")
+            elif "note" in vectors:
+                out_console.print(f"[yellow]note[/] {vectors['note']}", highlight=False)
+            else:
+                out_console.print(f"vectors: {vectors['embedded']} memories embedded")
+
+        emit(ctx, {"owners": [r.to_dict() for r in reports], "vectors": vectors}, human)
+
+
+def _vectors_for(source: Memory, target: Any, owners: list[str], bar: Any) -> dict[str, Any]:
+    """The copied owners embedded on the target by the source's model, with a progress bar."""
+    from troth.config import memory_over
+
+    task = bar.add_task("vectors", total=None)
+    return memory_over(target, source).embed_copied(
+        owners, progress=lambda done, _total: bar.update(task, completed=done)
+    )
+
+
+@click.command(name="export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["pcp", "personaxis", "hux"]),
+    required=True,
+    help="pcp: an archive (.tar, or .zip by the suffix); personaxis: episodic.jsonl;"
+    " hux: a JSON array (JSON Lines when the file ends in .jsonl).",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--owner")
+@click.option(
+    "--at",
+    "at",
+    type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"]),
+    help="The export instant written in a PCP manifest (UTC; default now), for reproducible"
+    " archives.",
+)
+@json_option
+@click.pass_obj
+def export_command(
+    obj: Context,
+    fmt: str,
+    output: Path,
+    owner: str | None,
+    at: datetime | None,
+    as_json: bool,
+) -> None:
+    """Export an owner's memories (pcp, hux) or ledger (personaxis) to a file."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        result = ctx.memory.export_to(
+            fmt, output, owner=owner, at=at.replace(tzinfo=UTC) if at else None
+        )
+        emit(
+            ctx,
+            {**result.to_dict(), "path": str(output)},
+            lambda: out_console.print(
+                f"{result.items} items written to {output}"
+                + "".join(f"\n  left out: {o['what']} ({o['reason']})" for o in result.omitted),
+                highlight=False,
+            ),
+        )
+
+
+@click.command(name="import")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(
+        ["pcp", "pcp-page", "personaxis", "hux", "mem0", "omp", "remnic", "basic-memory"]
+    ),
+    help="The input's format (default: recognised from the bytes).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["import", "restore"]),
+    default="import",
+    show_default=True,
+    help="restore: troth's own export, everything kept; import: from elsewhere, with"
+    " x_import provenance, agent- and tool-made content proposed.",
+)
+@click.option("--owner", help="Whose ledger receives the memories.")
+@click.option("--reanchor", is_flag=True, help="Re-anchor a legacy (≤0.10) personaxis log.")
+@json_option
+@click.pass_obj
+def import_command(
+    obj: Context,
+    path: Path,
+    fmt: str | None,
+    mode: str,
+    owner: str | None,
+    reanchor: bool,
+    as_json: bool,
+) -> None:
+    """Import PATH (a file, a PCP archive or a folder of notes); nothing half-written."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        show = not ctx.as_json and err_console.is_terminal
+        with Progress(console=err_console, disable=not show, transient=True) as bar:
+            task = bar.add_task("importing", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            report = ctx.memory.import_path(
+                path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
+            )
+
+        def human() -> None:
+            out_console.print(
+                f"{report.format} {report.mode} into {report.owner}: {len(report.created)}"
+                f" created, {report.unchanged} unchanged, {len(report.refused)} refused",
+                highlight=False,
+            )
+            for refusal in report.refused:
+                out_console.print(f"  refused {refusal.where}: {refusal.reason}", highlight=False)
+
+        emit(ctx, report.to_dict(), human)
+
+
+@click.group()
+def checkpoint() -> None:
+    """Session checkpoints: Spiralist UAIX request envelopes in, response envelopes out."""
+
+
+@checkpoint.command(name="handle")
+@click.argument("file", type=click.File("rb"))
+@click.option(
+    "--owner",
+    help="Whose ledger keeps the checkpoint (default: the acting principal, if a person).",
+)
+@click.option(
+    "--pretty", is_flag=True, help="Indent the answer (its checksum covers the JCS form)."
+)
+@click.pass_obj
+def checkpoint_handle(obj: Context, file: Any, owner: str | None, pretty: bool) -> None:
+    """Answer the UAIX request envelope in FILE (- for stdin); print the response envelope.
+
+    The acting principal (--as) is the caller and must equal the envelope's trust.principal.
+    Exit 0 for a uai.intent.response.v1; for a uai.error.v1 refusal, 1 when the checkpoint
+    is not found and 2 otherwise — the envelope is printed either way.
+    """
+    ctx = obj
+    with handled(ctx):
+        answer = ctx.memory.handle_checkpoint(file.read(), owner=owner)
+        envelope = json.loads(answer)
+        if pretty:
+            click.echo(json.dumps(envelope, ensure_ascii=False, indent=2, sort_keys=True))
+        else:
+            click.echo(answer.decode("utf-8"))
+        if envelope.get("profile") == "uai.error.v1":
+            code = envelope.get("body", {}).get("code")
+            sys.exit(EXIT_NOT_FOUND if code == "checkpoint-not-found" else EXIT_BAD_INPUT)

@@ -1,0 +1,527 @@
+"""The HTTP API: a FastAPI app over the ``Memory`` facade, seen through each caller's token.
+
+Every route under ``/api`` authenticates a bearer token, binds the caller to one owner's
+ledger (``service.scoped``) and runs the blocking facade call in FastAPI's threadpool (the
+SQLite store keeps one connection per thread). Errors map to HTTP statuses in one table,
+:data:`STATUS`; the body is always ``{"error": code, "message": sentence, …}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from functools import partial
+from typing import Annotated, Any, Literal
+
+import anyio
+import anyio.to_thread
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from troth.core.access import Grant
+from troth.core.errors import (
+    AuthenticationError,
+    ConflictError,
+    FormatError,
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    PolicyDeniedError,
+    StorageError,
+    TrothError,
+)
+from troth.core.records import Channel, Kind, Status, Topic
+from troth.core.records import Memory as MemoryRecord
+from troth.service.memory import Memory
+from troth.service.scoped import ScopedMemory
+from troth.service.tokens import Tokens
+
+PCP_VERSION = "0.3"
+
+# The one table that maps errors to HTTP statuses (docs/api.md explains each choice).
+STATUS: dict[type[TrothError], int] = {
+    AuthenticationError: 401,
+    PolicyDeniedError: 403,
+    NotFoundError: 404,
+    ConflictError: 409,
+    InvalidInputError: 422,
+    FormatError: 400,
+    IntegrityError: 500,
+    StorageError: 503,
+}
+
+
+def status_of(error: TrothError) -> int:
+    """The HTTP status for an error (its most specific entry in :data:`STATUS`)."""
+    for kind in type(error).__mro__:
+        if kind in STATUS:
+            return STATUS[kind]
+    return 500
+
+
+def error_response(error: TrothError) -> JSONResponse:
+    """An error as its JSON body with its status (and the headers its status needs)."""
+    status = status_of(error)
+    headers = {}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="troth"'
+    elif status == 503:
+        headers["Retry-After"] = "1"
+    return JSONResponse(error.to_dict(), status_code=status, headers=headers)
+
+
+# -- models at the edge ---------------------------------------------------------------
+
+
+class ErrorOut(BaseModel):
+    """Every error: a code and a sentence that says what to do."""
+
+    error: str
+    message: str
+
+
+class WriteIn(BaseModel):
+    """A memory to remember; the policy decides its first status."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=2000)
+    kind: Kind = "fact"
+    topic: Topic = "general"
+    scope: str = Field(
+        "global", max_length=200, description="global, project:ID or conversation:ID"
+    )
+    title: str | None = Field(None, max_length=300)
+    reason: str | None = Field(None, max_length=280)
+    tags: list[str] = Field(default_factory=list, max_length=64)
+    channel: Channel | None = Field(
+        None, description="default: user for a person's own token, synthesis for an agent"
+    )
+    sensitivity: Literal["normal", "sensitive"] | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    confidence: float | None = Field(None, ge=0, le=1)
+
+
+class NoteIn(BaseModel):
+    """An optional note for the audit trail."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str | None = Field(None, max_length=280)
+
+
+class EditIn(BaseModel):
+    """New text that supersedes a memory (for a proposal: edit, then it is approved)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=2000)
+    reason: str | None = Field(None, max_length=280)
+
+
+class ForgetIn(BaseModel):
+    """Why a memory is forgotten."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(None, max_length=280)
+
+
+class RedactIn(BaseModel):
+    """Why a memory's text is erased (kept in the audit trail)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=280)
+
+
+class AuditOut(BaseModel):
+    """One step of a memory's audit trail."""
+
+    at: str
+    action: str
+    actor: str
+    note: str | None = None
+
+
+class MemoryOut(BaseModel):
+    """A memory's current state (HUX view) and its audit trail."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    owner: str
+    content: str
+    status: Status
+    retrievable: bool
+    kind: str
+    topic: str
+    sensitivity: Literal["normal", "sensitive"]
+    channel: str
+    actor: str
+    on_behalf_of: str | None
+    reason: str
+    title: str
+    tags: list[str]
+    created_at: str
+    updated_at: str
+    revision: int
+    supersedes: str | None
+    superseded_by: str | None
+    flagged: bool
+    redacted: bool
+    audit: list[AuditOut]
+
+    @classmethod
+    def of(cls, memory: MemoryRecord) -> MemoryOut:
+        """The view of a domain memory."""
+        return cls.model_validate(memory.to_dict())
+
+
+class WriteOut(BaseModel):
+    """The outcome of a write: the new memory's id and status, and why."""
+
+    id: str
+    status: Status
+    owner: str
+    why: str
+    flagged: bool
+    supersedes: str | None = None
+
+
+class MemoryList(BaseModel):
+    """A page of memories, newest first."""
+
+    memories: list[MemoryOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class HitOut(BaseModel):
+    """One search hit and why it ranked."""
+
+    id: str
+    score: float
+    content: str
+    kind: str
+    created_at: str
+    why: dict[str, Any]
+
+
+class SearchOut(BaseModel):
+    """Search hits, best first."""
+
+    hits: list[HitOut]
+
+
+class BriefOut(BaseModel):
+    """The owner's most relevant active memories for a task, within a size budget."""
+
+    brief: str
+    memory_ids: list[str]
+    used_chars: int
+    budget_chars: int
+
+
+class EventOut(BaseModel):
+    """One ledger event (never its content)."""
+
+    seq: int
+    at: str
+    event: str
+    memory: str | None
+    actor: str | None
+    on_behalf_of: str | None
+    channel: str
+    hash: str
+
+
+class AuditList(BaseModel):
+    """Ledger events in chain order, or one memory's audit trail."""
+
+    events: list[EventOut] = Field(default_factory=list)
+    trail: list[AuditOut] = Field(default_factory=list)
+
+
+class VerifyOut(BaseModel):
+    """The caller's chain and projection status."""
+
+    owner: str
+    ok: bool
+    length: int
+    head: str
+    broken_at: int | None
+    reason: str | None
+    projection_ok: bool
+
+
+class MeOut(BaseModel):
+    """Who the token says the caller is."""
+
+    principal: str
+    on_behalf_of: str | None
+    owner: str
+    scopes: list[str]
+    token_id: str | None
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut, "description": text}
+    for code, text in (
+        (401, "missing, malformed, expired or revoked token"),
+        (403, "the token lacks a scope, or the caller may not do this"),
+        (422, "invalid input"),
+        (503, "storage unavailable; retry"),
+    )
+}
+ON_MEMORY: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    404: {"model": ErrorOut, "description": "no such memory in the caller's ledger"},
+    409: {"model": ErrorOut, "description": "the memory is not in a state that allows this"},
+}
+
+
+# -- the app --------------------------------------------------------------------------
+
+_bearer = HTTPBearer(auto_error=False, description="A token from `troth token create`.")
+
+
+def caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> ScopedMemory:
+    """The authenticated caller's view of the facade (401 without a valid token)."""
+    token = None if credentials is None else credentials.credentials
+    tokens: Tokens = request.app.state.tokens
+    grant: Grant = tokens.authenticate(token)
+    return ScopedMemory(request.app.state.memory, grant)
+
+
+Caller = Annotated[ScopedMemory, Depends(caller)]
+
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+
+
+def create_api(
+    memory: Memory,
+    tokens: Tokens,
+    *,
+    lifespan: Lifespan | None = None,
+    mcp_path: str = "/mcp",
+    recalls: anyio.CapacityLimiter | None = None,
+) -> FastAPI:
+    """The HTTP API over one facade; ``server.create_app`` adds MCP and the review page."""
+    app = FastAPI(
+        title="troth",
+        summary="Long-term memory for AI assistants that people can trust.",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.memory = memory
+    app.state.tokens = tokens
+    # Searches wait for a recall slot in the event loop, not in a worker thread: threads
+    # parked at the facade's gate would leave none for writes (docs/api.md, Concurrency).
+    recalls = recalls or anyio.CapacityLimiter(memory.max_concurrent_recalls)
+
+    @app.exception_handler(TrothError)
+    async def on_error(_: Request, error: TrothError) -> JSONResponse:
+        return error_response(error)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(_: Request, error: RequestValidationError) -> JSONResponse:
+        problems = [
+            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg')}"
+            for e in error.errors()
+        ]
+        return error_response(InvalidInputError("invalid request: " + "; ".join(problems)[:1000]))
+
+    @app.get("/.well-known/pcp.json", tags=["discovery"])
+    def discovery(request: Request) -> dict[str, Any]:
+        """PCP discovery: where the MCP endpoint is and what this server offers."""
+        base = str(request.base_url).rstrip("/")
+        return {
+            "pcp_version": PCP_VERSION,
+            "mcp_endpoint": base + mcp_path,
+            "http_api": base + "/api",
+            "openapi": base + "/openapi.json",
+            "review_page": base + "/",
+            "authorization": {
+                "type": "bearer",
+                "issue": "troth token create --principal P --scopes S1,S2",
+            },
+            "scopes_supported": [
+                "memory:read",
+                "memory:write",
+                "memory.sensitive:read",
+                "export:read",
+                "review:write",
+            ],
+            "export": True,
+            "encryption": {"at_rest": False, "e2e": False},
+            "multi_context": False,
+        }
+
+    @app.get("/healthz", tags=["discovery"])
+    def health() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/api/me", tags=["session"], responses=ERRORS)
+    def me(scoped: Caller) -> MeOut:
+        """The caller's principal, owner and scopes."""
+        return MeOut.model_validate(scoped.grant.to_dict())
+
+    @app.get("/api/memories", tags=["memories"], responses=ERRORS)
+    def list_memories(
+        scoped: Caller,
+        status: Annotated[list[Status] | None, Query()] = None,
+        kind: Annotated[list[Kind] | None, Query()] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    ) -> MemoryList:
+        """The caller's memories, newest first (``status=proposed`` is the review inbox)."""
+        items, total = scoped.memories(
+            statuses=tuple(status or ()) or None,
+            kinds=tuple(kind or ()) or None,
+            limit=limit,
+            offset=offset,
+        )
+        return MemoryList(
+            memories=[MemoryOut.of(m) for m in items], total=total, limit=limit, offset=offset
+        )
+
+    @app.post("/api/memories", status_code=201, tags=["memories"], responses=ERRORS)
+    def write(scoped: Caller, body: WriteIn) -> WriteOut:
+        """Remember something; a person's own statement is kept, an agent's is proposed."""
+        data = body.model_dump(exclude_none=True)
+        text = data.pop("content")
+        channel = data.pop("channel", None)
+        result = scoped.write(text, channel=channel, **data)
+        return WriteOut.model_validate(result.to_dict())
+
+    @app.get("/api/memories/{memory_id}", tags=["memories"], responses=ON_MEMORY)
+    def read(scoped: Caller, memory_id: str) -> MemoryOut:
+        """One memory with its audit trail."""
+        return MemoryOut.of(scoped.read(memory_id))
+
+    @app.post("/api/memories/{memory_id}/approve", tags=["review"], responses=ON_MEMORY)
+    def approve(scoped: Caller, memory_id: str, body: NoteIn | None = None) -> MemoryOut:
+        """Approve a proposed memory (people only, ``review:write``)."""
+        return MemoryOut.of(scoped.approve(memory_id, note=body.note if body else None))
+
+    @app.post("/api/memories/{memory_id}/reject", tags=["review"], responses=ON_MEMORY)
+    def reject(scoped: Caller, memory_id: str, body: NoteIn | None = None) -> MemoryOut:
+        """Reject a proposed memory (people only, ``review:write``)."""
+        return MemoryOut.of(scoped.reject(memory_id, note=body.note if body else None))
+
+    @app.post(
+        "/api/memories/{memory_id}/edit", status_code=201, tags=["review"], responses=ON_MEMORY
+    )
+    def edit(scoped: Caller, memory_id: str, body: EditIn) -> WriteOut:
+        """Supersede a memory with new text; a person's edit of a proposal approves it."""
+        result = scoped.edit(memory_id, body.content, reason=body.reason)
+        return WriteOut.model_validate({**result.to_dict(), "supersedes": memory_id})
+
+    @app.post("/api/memories/{memory_id}/forget", tags=["memories"], responses=ON_MEMORY)
+    def forget(scoped: Caller, memory_id: str, body: ForgetIn | None = None) -> MemoryOut:
+        """Forget a memory at once (it leaves retrieval; `redact` erases its bytes)."""
+        return MemoryOut.of(scoped.forget(memory_id, reason=body.reason if body else None))
+
+    @app.post("/api/memories/{memory_id}/redact", tags=["review"], responses=ON_MEMORY)
+    def redact(scoped: Caller, memory_id: str, body: RedactIn) -> MemoryOut:
+        """Erase a memory's text from every byte the store keeps (people only)."""
+        return MemoryOut.of(scoped.redact(memory_id, reason=body.reason))
+
+    @app.get("/api/search", tags=["memories"], responses=ERRORS)
+    async def search(
+        scoped: Caller,
+        q: Annotated[str, Query(min_length=1, max_length=2000)],
+        limit: Annotated[int, Query(ge=1, le=100)] = 10,
+        kind: Annotated[list[Kind] | None, Query()] = None,
+    ) -> SearchOut:
+        """The caller's active memories that best answer ``q``."""
+        hits = await anyio.to_thread.run_sync(
+            partial(scoped.search, q, limit=limit, kinds=tuple(kind or ()) or None),
+            limiter=recalls,
+        )
+        return SearchOut(hits=[HitOut.model_validate(h.to_dict()) for h in hits])
+
+    @app.get("/api/brief", tags=["memories"], responses=ERRORS)
+    async def brief(
+        scoped: Caller,
+        task: Annotated[str, Query(min_length=1, max_length=2000)],
+        budget_chars: Annotated[int, Query(ge=100, le=20000)] = 2000,
+    ) -> BriefOut:
+        """The owner's most relevant active memories for a task, within a size budget."""
+        brief = await anyio.to_thread.run_sync(
+            partial(scoped.brief, task, budget_chars=budget_chars), limiter=recalls
+        )
+        return BriefOut.model_validate(brief.to_dict())
+
+    @app.get("/api/audit", tags=["audit"], responses=ON_MEMORY)
+    def audit(
+        scoped: Caller,
+        memory_id: Annotated[str | None, Query(max_length=128)] = None,
+        start: Annotated[int, Query(ge=0, le=10**9)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> AuditList:
+        """One memory's audit trail, or the ledger's events from ``start`` (no content)."""
+        items = scoped.audit(memory_id, start=start, limit=limit)
+        if memory_id is not None:
+            return AuditList(trail=[AuditOut.model_validate(i) for i in items])
+        return AuditList(events=[EventOut.model_validate(i) for i in items])
+
+    @app.get("/api/verify", tags=["audit"], responses=ERRORS)
+    def verify(scoped: Caller) -> VerifyOut:
+        """Whether the caller's chain and projection verify."""
+        return VerifyOut.model_validate(scoped.verify().to_dict())
+
+    @app.get(
+        "/api/export",
+        tags=["audit"],
+        responses={**ERRORS, 200: {"content": {"application/x-ndjson": {}}}},
+        response_class=Response,
+    )
+    def export(
+        scoped: Caller, fmt: Annotated[Literal["personaxis", "hux"], Query(alias="format")]
+    ) -> Response:
+        """The caller's ledger as personaxis JSONL, or its memories as HUX JSON."""
+        data, _count = scoped.export(fmt)
+        media = "application/x-ndjson" if fmt == "personaxis" else "application/json"
+        return Response(data, media_type=media)
+
+    @app.post(
+        "/uaix",
+        tags=["checkpoints"],
+        responses={**ERRORS, 200: {"content": {"application/json": {}}}},
+        response_class=Response,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            }
+        },
+    )
+    async def uaix(scoped: Caller, request: Request) -> Response:
+        """Answer a UAIX checkpoint request envelope (create, drift audit, restore brief).
+
+        The answer is a response envelope, or a ``uai.error.v1`` envelope for a refused
+        request — both with status 200, since the envelope is the answer. Only a failure of
+        the caller's credentials or of the server maps to an HTTP error status.
+        """
+        raw = await request.body()
+        answer = await run_in_threadpool(scoped.handle_checkpoint, raw)
+        return Response(answer, media_type="application/json")
+
+    return app
+
+
+__all__ = ["STATUS", "create_api", "error_response", "status_of"]

@@ -1,0 +1,334 @@
+"""Ledger events: how a lifecycle transition is written as a personaxis entry.
+
+A troth entry is an ordinary personaxis v1.0 entry. What the chain must commit to
+beyond the content — the event, the memory id, the actor and every structured field — is a
+canonical (RFC 8785) metadata document whose sha256 is carried as the tag ``lm:meta:<hex>``.
+Free text that must stay erasable (``reason``, ``title``, an audit ``note``) is committed
+the way personaxis commits content: the metadata holds its sha256, the text itself is kept
+beside the entry and replaced by ``[redacted]`` on erasure, so the chain still verifies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import rfc8785
+
+from troth.core.chain import (
+    REDACTED_MARKER,
+    Entry,
+    Verification,
+    entry_problem,
+    sha256_hex,
+)
+
+_js_string = json.encoder.encode_basestring
+
+EVENTS: Final = (
+    "propose",
+    "no_store",
+    "approve",
+    "reject",
+    "edit",
+    "hide",
+    "forget",
+    "redact",
+    "expire",
+    "export",
+    "checkpoint",
+)
+META_TAG: Final = "lm:meta:"
+EVENT_TAG: Final = "lm:event:"
+MEMORY_TAG: Final = "lm:memory:"
+META_VERSION: Final = 1
+
+
+def canonical(document: Mapping[str, Any]) -> str:
+    """RFC 8785 canonical JSON text of a document."""
+    return canonical_bytes(dict(document)).decode("utf-8")
+
+
+CanonicalizationError = rfc8785.CanonicalizationError
+"""Raised by :func:`canonical_bytes` for a value JCS cannot encode (e.g. a huge integer)."""
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """RFC 8785 canonical JSON (UTF-8 bytes) of any JSON value: the one place JCS is called."""
+    text = _plain_text(value)
+    data = None if text is None else _utf8(text)
+    return data if data is not None else rfc8785.dumps(value)
+
+
+# Every write canonicalises its event's metadata, and the library, written in Python, takes
+# most of that time. For values made only of text, whole numbers within JSON's safe range,
+# true/false/null, lists and mappings with ASCII keys, the standard encoder already writes
+# the RFC 8785 bytes: it escapes text exactly as RFC 8785 section 3.2.2.2 says (the library
+# uses the same escape table), and ASCII keys sort the same by code point as by UTF-16
+# code unit. Anything else (a float, a non-ASCII key, a huge integer, a lone surrogate, a
+# subclass) goes to the library, which also raises its errors.
+# tests/core/test_events.py checks the two agree on generated values.
+_SAFE_INTEGER: Final = 2**53 - 1
+_PLAIN_NODES: Final = 100_000
+_plain_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _plain_text(value: Any) -> str | None:
+    """The canonical text of a plain value, or None to ask the library."""
+    if not _plain(value):
+        return None
+    try:
+        return _plain_encoder.encode(value)
+    except RecursionError:  # nested deeper than the C encoder goes: the library decides
+        return None
+
+
+def _utf8(text: str) -> bytes | None:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the library's error says so
+        return None
+
+
+def _plain(value: Any) -> bool:
+    pending, budget = [value], _PLAIN_NODES  # a cyclic value ends here, then in the library
+    while pending and budget:
+        budget -= 1
+        item = pending.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -_SAFE_INTEGER <= item <= _SAFE_INTEGER:
+                return False
+        elif kind is dict:
+            for key in item:
+                if type(key) is not str or not key.isascii():
+                    return False
+            pending.extend(item.values())
+        elif kind is list or kind is tuple:
+            pending.extend(item)
+        else:
+            return False
+    return not pending
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A decoded ledger event: what happened to which memory, by whom, with which data."""
+
+    event: str
+    memory: str
+    actor: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)
+    on_behalf_of: str | None = None
+    supersedes: str | None = None
+    memories: tuple[str, ...] = ()
+
+    def meta(self) -> dict[str, Any]:
+        """The metadata document the chain commits to (text values as their sha256)."""
+        out: dict[str, Any] = {
+            "v": META_VERSION,
+            "event": self.event,
+            "memory": self.memory,
+            "actor": self.actor,
+        }
+        if self.fields:
+            out["fields"] = dict(self.fields)
+        if self.texts:
+            out["texts"] = {name: sha256_hex(text) for name, text in self.texts.items()}
+        if self.on_behalf_of is not None:
+            out["on_behalf_of"] = self.on_behalf_of
+        if self.supersedes is not None:
+            out["supersedes"] = self.supersedes
+        if self.memories:
+            out["memories"] = list(self.memories)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A stored ledger row: the personaxis entry plus its metadata and erasable texts."""
+
+    seq: int
+    entry: Entry
+    meta: str | None = None
+    texts: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def meta_hash(self) -> str | None:
+        """The committed metadata hash from the entry's tags, if it is a troth entry."""
+        for tag in self.entry.tags:
+            if tag.startswith(META_TAG):
+                return tag[len(META_TAG) :]
+        return None
+
+    def decode(self) -> Event | None:
+        """The event this row records, or None for a foreign (plain personaxis) entry."""
+        if self.meta is None:
+            return None
+        document = json.loads(self.meta)
+        return Event(
+            event=document["event"],
+            memory=document["memory"],
+            actor=document["actor"],
+            fields=document.get("fields", {}),
+            texts=dict(self.texts),
+            on_behalf_of=document.get("on_behalf_of"),
+            supersedes=document.get("supersedes"),
+            memories=tuple(document.get("memories", ())),
+        )
+
+
+def event_tags(event: Event, meta_text: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Personaxis tags for an event: reserved ones first, then the troth namespace."""
+    return (
+        *extra,
+        EVENT_TAG + event.event,
+        MEMORY_TAG + event.memory,
+        META_TAG + sha256_hex(meta_text),
+    )
+
+
+def record_problem(record: Record) -> str | None:
+    """Why a row's metadata or erasable texts do not match what its entry commits to."""
+    committed = record.meta_hash
+    if committed is None:
+        if record.meta is not None or record.texts:
+            return "metadata is stored for an entry that does not commit to any"
+        return None
+    if record.meta is None:
+        return "the entry commits to metadata that is missing"
+    if sha256_hex(record.meta) != committed:
+        return "metadata does not match its committed hash"
+    # The metadata's bytes are the committed bytes, so they were canonical when written;
+    # ``meta_problem`` checks the form itself where rows come from outside (restore).
+    if _texts_match_fast(record):
+        return None
+    try:
+        document = json.loads(record.meta)
+    except json.JSONDecodeError:
+        return "metadata is not valid JSON"
+    if not isinstance(document, dict):
+        return "metadata is not a JSON object"
+    hashes = document.get("texts", {})
+    if set(hashes) != set(record.texts):
+        return "erasable texts do not match the committed set"
+    for name, text in record.texts.items():
+        if record.entry.redacted and text == REDACTED_MARKER:
+            continue
+        if sha256_hex(text) != hashes[name]:
+            return f"{name} does not match its committed hash"
+    return None
+
+
+_META_END = ',"v":' + str(META_VERSION) + "}"
+
+
+def _texts_match_fast(record: Record) -> bool:
+    """True when the texts certainly match the committed hashes (without parsing the meta).
+
+    In canonical JSON the top-level keys are sorted, and ``texts`` is followed only by
+    ``v``: the committed text hashes are exactly the document's suffix
+    ``"texts":{…},"v":1}``. A false answer proves nothing; the caller then parses.
+    """
+    meta = record.meta or ""
+    if not record.texts:
+        return '"texts":' not in meta
+    if record.entry.redacted:
+        return False
+    inner = ",".join(
+        f'{_js_string(name)}:"{sha256_hex(text)}"' for name, text in sorted(record.texts.items())
+    )
+    return meta.endswith('"texts":{' + inner + "}" + _META_END)
+
+
+def meta_problem(record: Record) -> str | None:
+    """Why a row's metadata, taken from outside the store, is not a troth event."""
+    if record.meta is None:
+        return None
+    try:
+        document = json.loads(record.meta)
+    except json.JSONDecodeError:
+        return "metadata is not valid JSON"
+    if not isinstance(document, dict) or canonical(document) != record.meta:
+        return "metadata is not in canonical form"
+    if document.get("v") != META_VERSION or document.get("event") not in EVENTS:
+        return "metadata is not a troth event of a known version"
+    return None
+
+
+def verify_records(
+    records: Iterable[Record], *, start_index: int = 0, prev_hash: str = ""
+) -> Verification:
+    """Verify rows: each entry by personaxis rules, its position, then its metadata and texts.
+
+    ``broken_at`` is the 0-based position of the first row that does not verify: a changed
+    row is reported at its own index; a deleted, inserted or moved row at the first position
+    whose content no longer follows from its predecessor.
+    """
+    index = start_index
+    head = prev_hash
+    sha256 = hashlib.sha256
+    js = _js_string
+    for record in records:
+        # The common case inline (a v1.0, unredacted, troth row), with the same bytes
+        # as ``v1_hash``; anything else, or any doubt, takes the reasoned path below.
+        entry = record.entry
+        meta = record.meta
+        if (
+            entry.content_hash is not None
+            and not entry.redacted
+            and meta is not None
+            and entry.prev_hash == head
+            and record.seq == index
+            and sha256(entry.content.encode()).hexdigest() == entry.content_hash
+            and sha256(
+                (
+                    f'{{"ts":{js(entry.ts)},"content_hash":{js(entry.content_hash)},'
+                    f'"source":{js(entry.source)},"tags":[{",".join(map(js, entry.tags))}],'
+                    f'"prev_hash":{js(head)}}}'
+                ).encode()
+            ).hexdigest()
+            == entry.hash
+            and record.meta_hash == sha256(meta.encode()).hexdigest()
+            and _texts_match_fast(record)
+        ):
+            head = entry.hash
+            index += 1
+            continue
+        problem = entry_problem(record.entry, head)
+        if problem is None and record.seq != index:
+            problem = f"row is numbered {record.seq} but sits at position {index}"
+        if problem is None:
+            problem = record_problem(record)
+        if problem is not None:
+            return Verification(False, index, head, broken_at=index, reason=problem)
+        head = record.entry.hash
+        index += 1
+    return Verification(True, index, head)
+
+
+def check_head(result: Verification, length: int, head: str) -> Verification:
+    """Hold a verified chain against the head recorded beside it (catches a cut tail).
+
+    A chain that verifies but ends elsewhere than the recorded head is broken at the first
+    position where the two disagree: the first extra row, the first missing row, or the
+    last row when the lengths agree and the heads do not.
+    """
+    if not result.ok or (result.length == length and result.head == head):
+        return result
+    if result.length > length:
+        at, why = length, f"the chain has {result.length} entries; its recorded head {length}"
+    elif result.length < length:
+        at, why = (
+            result.length,
+            f"the chain has {result.length} entries; its recorded head {length}",
+        )
+    else:
+        at, why = max(length - 1, 0), "the last entry is not the recorded head"
+    return Verification(False, result.length, result.head, broken_at=at, reason=why)

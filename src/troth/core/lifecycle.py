@@ -1,0 +1,320 @@
+"""The HUX lifecycle as a pure fold: ledger events in, current memories out.
+
+::
+
+                 ┌──────── approve ───────┐
+    propose ──► proposed               active ──hide──► active (retrievable: false)
+       │  (automatic) ─────────────────►  │
+       │         │ reject                 │ edit ──► forgotten (superseded) + new memory
+       │         ▼                        │ forget / redact ──► forgotten
+       │      rejected                    │ expire ──► expired
+    no_store ──► no_store (content never stored)
+
+The service validates a transition with :func:`apply` before it appends the event, and
+``rebuild`` replays the same function over the whole chain, so the stored projection and a
+rebuilt one can only differ if something changed behind the ledger's back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from troth.core.chain import REDACTED_MARKER, Entry, sha256_hex
+from troth.core.errors import ConflictError, NotFoundError
+from troth.core.events import Event, Record
+from troth.core.records import (
+    SYSTEM_PRINCIPAL,
+    TTL,
+    AuditItem,
+    Memory,
+    Relation,
+    Scope,
+)
+
+FOREIGN_PREFIX = "px-"
+
+# Which statuses each event may start from.
+ALLOWED_FROM: Mapping[str, tuple[str, ...]] = {
+    "approve": ("proposed",),
+    "reject": ("proposed",),
+    "edit": ("proposed", "active"),
+    "hide": ("active",),
+    "forget": ("proposed", "active", "rejected", "expired"),
+    "redact": ("proposed", "active", "rejected", "expired", "forgotten", "no_store"),
+    "expire": ("proposed", "active"),
+}
+
+
+def check_transition(memory: Memory, event: str) -> None:
+    """Raise a ConflictError saying why ``event`` cannot apply to ``memory`` now."""
+    allowed = ALLOWED_FROM.get(event)
+    if allowed is None:
+        return
+    if memory.status not in allowed:
+        raise ConflictError(
+            f"cannot {event} memory {memory.id}: it is {memory.status}; "
+            f"{event} applies to {' or '.join(allowed)} memories",
+            id=memory.id,
+            status=memory.status,
+        )
+    if event == "hide" and not memory.retrievable:
+        raise ConflictError(f"memory {memory.id} is already hidden from retrieval", id=memory.id)
+    if event == "redact" and memory.redacted:
+        raise ConflictError(f"memory {memory.id} is already redacted", id=memory.id)
+
+
+def _created(event: Event, entry: Entry, seq: int, owner: str) -> Memory:
+    """A memory as a propose, edit or no_store event creates it."""
+    f = event.fields
+    status = f.get("status", "proposed")
+    texts = event.texts
+    first = "edited" if event.event == "edit" else "proposed"
+    audit = [AuditItem(entry.ts, "no_store" if status == "no_store" else first, event.actor)]
+    if status == "active":
+        audit.append(AuditItem(entry.ts, "approved", SYSTEM_PRINCIPAL, "policy: automatic"))
+    # A creation entry redacted later reads "[redacted]"; the redact event that follows it
+    # in the chain sets the memory's own ``redacted`` flag.
+    content = "" if status == "no_store" or entry.redacted else entry.content
+    redacted = False
+    return Memory(
+        id=event.memory,
+        owner=owner,
+        content=content,
+        status=status,
+        approval_mode=f["approval_mode"],
+        channel=entry.source,
+        actor=event.actor,
+        reason=texts.get("reason", REDACTED_MARKER),
+        created_at=entry.ts,
+        updated_at=entry.ts,
+        scope=Scope(**f.get("scope", {"level": "global"})),
+        kind=f.get("kind", "fact"),
+        sensitivity=f.get("sensitivity", "normal"),
+        topic=f.get("topic", "general"),
+        ttl=TTL(**f.get("ttl", {"policy": "never"})),
+        on_behalf_of=event.on_behalf_of,
+        session=f.get("session"),
+        evidence=f.get("evidence"),
+        audit=tuple(audit),
+        supersedes=event.supersedes,
+        retrievable=status == "active",
+        revision=1,
+        title="" if entry.redacted else texts.get("title", ""),
+        tags=tuple(f.get("tags", ())),
+        confidence=f.get("confidence"),
+        importance=f.get("importance"),
+        valid_from=f.get("valid_from"),
+        valid_until=f.get("valid_until"),
+        expires=f.get("expires"),
+        relations=tuple(Relation(**r) for r in f.get("relations", ())),
+        lifecycle=f.get("lifecycle", "active"),
+        partition=f.get("partition", "default"),
+        path=f.get("path"),
+        page_type=f.get("page_type"),
+        derived_from=tuple(f.get("derived_from", ())),
+        flagged=bool(f.get("flagged", False)),
+        redacted=redacted,
+        recorded_at=f.get("recorded_at"),
+        extra=f.get("extra", {}),
+        stamps=f.get("stamps", {}),
+        entry_hash=entry.hash,
+        seq=seq,
+    )
+
+
+def _step(memory: Memory, entry: Entry, event: Event, **changes: Any) -> Memory:
+    """One transition: new audit item(s), a new revision, the entry's time."""
+    return replace(
+        memory,
+        updated_at=entry.ts,
+        revision=memory.revision + 1,
+        **changes,
+    )
+
+
+def _audit(memory: Memory, *items: AuditItem) -> tuple[AuditItem, ...]:
+    return (*memory.audit, *items)
+
+
+def apply(memories: dict[str, Memory], record: Record, owner: str) -> None:
+    """Apply one ledger row to the projection in place (the heart of the fold)."""
+    entry = record.entry
+    event = record.decode()
+    if event is None:
+        _apply_foreign(memories, record, owner)
+        return
+    note = event.texts.get("note")
+    if event.event in ("propose", "no_store"):
+        memories[event.memory] = _created(event, entry, record.seq, owner)
+        return
+    if event.event == "edit":
+        old_id = event.supersedes or ""
+        check_transition(_get(memories, old_id), "edit")
+        created = _created(event, entry, record.seq, owner)
+        memories[event.memory] = created
+        # An edit the policy holds for review supersedes only once it is approved: nobody
+        # removes a memory from retrieval by proposing a replacement for it.
+        if created.status == "active":
+            _supersede(memories, old_id, created, entry, event)
+        return
+    if event.event == "checkpoint":
+        # A session checkpoint is part of the ledger, not a memory: no projection row. Its
+        # facts became memories through their own propose events.
+        return
+    if event.event == "export":
+        for memory_id in event.memories:
+            current = memories.get(memory_id)
+            if current is not None:
+                memories[memory_id] = replace(
+                    current, audit=_audit(current, AuditItem(entry.ts, "exported", event.actor))
+                )
+        return
+    memory = _get(memories, event.memory)
+    check_transition(memory, event.event)
+    item = AuditItem(entry.ts, _ACTION[event.event], event.actor, note)
+    if event.event == "approve":
+        approved = _step(
+            memory, entry, event, status="active", retrievable=True, audit=_audit(memory, item)
+        )
+        memories[memory.id] = approved
+        if approved.supersedes:
+            _supersede(memories, approved.supersedes, approved, entry, event)
+    elif event.event == "reject":
+        memories[memory.id] = _step(
+            memory, entry, event, status="rejected", retrievable=False, audit=_audit(memory, item)
+        )
+    elif event.event == "hide":
+        memories[memory.id] = _step(
+            memory, entry, event, retrievable=False, audit=_audit(memory, item)
+        )
+    elif event.event in ("forget", "expire"):
+        memories[memory.id] = _step(
+            memory,
+            entry,
+            event,
+            status="forgotten" if event.event == "forget" else "expired",
+            retrievable=False,
+            content="",
+            audit=_audit(memory, item),
+        )
+    elif event.event == "redact":
+        memories[memory.id] = _step(
+            memory,
+            entry,
+            event,
+            status="forgotten" if memory.status in ("proposed", "active") else memory.status,
+            retrievable=False,
+            content="",
+            title="",
+            reason=REDACTED_MARKER,
+            redacted=True,
+            audit=_audit(memory, item),
+        )
+
+
+def _supersede(
+    memories: dict[str, Memory], old_id: str, new: Memory, entry: Entry, event: Event
+) -> None:
+    """The old memory of an edit leaves retrieval, if it is still proposed or active."""
+    old = memories.get(old_id)
+    if old is None or old.status not in ("proposed", "active"):
+        return
+    memories[old_id] = _step(
+        old,
+        entry,
+        event,
+        status="forgotten",
+        retrievable=False,
+        content="",
+        superseded_by=new.id,
+        audit=_audit(old, AuditItem(entry.ts, "superseded", event.actor, f"by {new.id}")),
+    )
+
+
+_ACTION = {
+    "approve": "approved",
+    "reject": "rejected",
+    "hide": "retrieval_removed",
+    "forget": "forgotten",
+    "expire": "expired",
+    "redact": "forgotten",
+}
+
+
+def _get(memories: Mapping[str, Memory], memory_id: str) -> Memory:
+    try:
+        return memories[memory_id]
+    except KeyError:
+        raise NotFoundError(f"no memory {memory_id} in this ledger", id=memory_id) from None
+
+
+def foreign_id(entry_hash: str, owner: str) -> str:
+    """The memory id given to a plain personaxis entry (one not written by troth).
+
+    Memory ids are unique across owners, and two people may restore the same log, so the
+    id derives from the owner and the entry's hash together.
+    """
+    return FOREIGN_PREFIX + sha256_hex(f"{owner}\n{entry_hash}")[:24]
+
+
+def _apply_foreign(memories: dict[str, Memory], record: Record, owner: str) -> None:
+    """Plain personaxis entries: each live entry is an active memory; tombstones forget."""
+    entry = record.entry
+    if entry.is_tombstone:
+        target = entry.target
+        if target is None:
+            return
+        memory = memories.get(foreign_id(target, owner))
+        if memory is None or memory.status == "forgotten":
+            return
+        redacted = memory.redacted or entry.content.startswith(
+            "[deleted by user request: redacted:"
+        )
+        memories[memory.id] = replace(
+            memory,
+            status="forgotten",
+            retrievable=False,
+            content="",
+            redacted=redacted,
+            updated_at=entry.ts,
+            revision=memory.revision + 1,
+            audit=_audit(memory, AuditItem(entry.ts, "forgotten", owner, entry.content[:200])),
+        )
+        return
+    memory_id = foreign_id(entry.hash, owner)
+    memories[memory_id] = Memory(
+        id=memory_id,
+        owner=owner,
+        content="" if entry.redacted else entry.content,
+        status="active",
+        approval_mode="automatic",
+        channel=entry.source,
+        actor=owner,
+        reason="imported from a personaxis episodic log",
+        created_at=entry.ts,
+        updated_at=entry.ts,
+        audit=(AuditItem(entry.ts, "proposed", owner), AuditItem(entry.ts, "approved", owner)),
+        retrievable=not entry.redacted,
+        tags=tuple(t for t in entry.tags),
+        flagged="injection-flagged" in entry.tags,
+        # As for troth's own memories, the event after a redacted line sets the flag:
+        # a personaxis "redacted:" tombstone, or a troth redact event.
+        redacted=False,
+        entry_hash=entry.hash,
+        seq=record.seq,
+    )
+
+
+def fold(records: Iterable[Record], owner: str) -> dict[str, Memory]:
+    """The projection of a whole chain: every memory's current state."""
+    memories: dict[str, Memory] = {}
+    for record in records:
+        apply(memories, record, owner)
+    return memories
+
+
+def text_digest(text: str) -> str:
+    """The sha256 a text is committed by (exposed for callers that check erasure)."""
+    return sha256_hex(text)

@@ -1,0 +1,278 @@
+"""Consent policy as data: approval modes, sensitivity, trust and channel rights.
+
+The policy is configuration; this module only interprets a parsed document. The default
+document ships in the package (``troth/policy.toml``) and is documented in
+``docs/ledger.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from troth.core.errors import InvalidInputError, PolicyDeniedError
+from troth.core.records import (
+    APPROVAL_MODES,
+    CHANNELS,
+    TOPICS,
+    Memory,
+    check_choice,
+    principal_kind,
+)
+
+Detector = Callable[[str], bool]
+
+_INJECTION_PATTERNS = [
+    r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|your)\b"
+    r".{0,40}\b(instructions?|prompts?|rules|guidelines|directives)\b",
+    r"\byou are now\b.{0,60}\b(assistant|ai|model|bot|jailbroken|dan|unrestricted)\b",
+    r"\b(new|updated|real|hidden) (system )?instructions?\s*:",
+    r"</?\s*(system|assistant|instructions?)\s*>",
+    r"\[\s*(system|inst)\s*\]",
+    r"\b(reveal|print|show|repeat|leak)\b.{0,30}\b(system prompt|your instructions|hidden prompt)\b",
+    r"\bdo not (tell|inform|let) the user\b",
+    r"\b(from now on|henceforth),? (you|the assistant) (must|will|should|shall)\b",
+    r"\bwhen(ever)? (the|an?) (assistant|ai|agent) reads? this\b",
+]
+_INJECTION = re.compile(
+    "|".join(f"(?:{p})" for p in _INJECTION_PATTERNS), re.IGNORECASE | re.DOTALL
+)
+
+_SECRET_PATTERNS = [
+    r"\b(password|passwd|passcode|pin code|api[ _-]?key|secret key|access token|auth token)"
+    r"\s*(is|:|=)\s*\S+",
+    r"\bsk-[A-Za-z0-9_-]{16,}",
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+    r"\bAKIA[0-9A-Z]{16}\b",
+    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
+    r"\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b",
+]
+_SECRET = re.compile("|".join(f"(?:{p})" for p in _SECRET_PATTERNS), re.IGNORECASE)
+
+
+def looks_like_injection(text: str) -> bool:
+    """The conservative default detector: phrases that address the assistant's instructions."""
+    return bool(_INJECTION.search(text))
+
+
+def looks_like_secret(text: str) -> bool:
+    """The default credentials detector: passwords, API keys, private keys, card numbers."""
+    return bool(_SECRET.search(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One approval rule; empty conditions match everything."""
+
+    mode: str
+    why: str
+    topics: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+    writers: tuple[str, ...] = ()
+
+    def matches(self, *, topic: str, channel: str, writer: str) -> bool:
+        """True when every condition the rule names holds."""
+        return (
+            (not self.topics or topic in self.topics)
+            and (not self.channels or channel in self.channels)
+            and (
+                not self.writers
+                or writer in self.writers
+                or (writer == "self" and "human" in self.writers)
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the policy decided for one write, and why."""
+
+    mode: str
+    sensitivity: str
+    topic: str
+    flagged: bool
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Justification:
+    """Whether memories may justify a sensitive action: the answer and its reason."""
+
+    allowed: bool
+    action: str
+    required: int
+    trust: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "allowed": self.allowed,
+            "action": self.action,
+            "required": self.required,
+            "trust": self.trust,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Policy:
+    """An interpreted policy document; detectors are pluggable functions."""
+
+    rules: tuple[Rule, ...]
+    default_mode: str
+    sensitive_topics: frozenset[str]
+    trust: Mapping[str, int]
+    actions: Mapping[str, int]
+    channels: Mapping[str, tuple[str, ...]]
+    injection_detector: Detector | None = looks_like_injection
+    secret_detector: Detector | None = looks_like_secret
+    source: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_document(
+        cls,
+        document: Mapping[str, Any],
+        *,
+        injection_detector: Detector | None = None,
+        secret_detector: Detector | None = None,
+    ) -> Policy:
+        """Interpret a parsed policy document, with a precise error for each defect."""
+        approval = _table(document, "approval")
+        rules = []
+        for index, raw in enumerate(approval.get("rules", [])):
+            where = f"approval.rules[{index}]"
+            if not isinstance(raw, Mapping):
+                raise InvalidInputError(f"policy {where} must be a table")
+            mode = check_choice(raw.get("mode"), APPROVAL_MODES, f"policy {where}.mode")
+            rules.append(
+                Rule(
+                    mode=mode,
+                    why=str(raw.get("why", f"rule {index + 1}")),
+                    topics=_choices(raw.get("topics", []), TOPICS, f"{where}.topics"),
+                    channels=_choices(raw.get("channels", []), CHANNELS, f"{where}.channels"),
+                    writers=_choices(
+                        raw.get("writers", []),
+                        ("self", "human", "agent", "org", "service"),
+                        f"{where}.writers",
+                    ),
+                )
+            )
+        default_mode = check_choice(
+            approval.get("default", "ask"), APPROVAL_MODES, "policy approval.default"
+        )
+        trust = {c: int(_table(document, "trust").get(c, 0)) for c in CHANNELS}
+        actions = {str(k): int(v) for k, v in _table(document, "actions").items()}
+        channels = {
+            kind: _choices(_table(document, "channels").get(kind, []), CHANNELS, f"channels.{kind}")
+            for kind in ("human", "agent", "org", "service")
+        }
+        detectors = _table(document, "detectors")
+        return cls(
+            rules=tuple(rules),
+            default_mode=default_mode,
+            sensitive_topics=frozenset(
+                _choices(_table(document, "sensitivity").get("topics", []), TOPICS, "sensitivity")
+            ),
+            trust=trust,
+            actions=actions,
+            channels=channels,
+            injection_detector=(
+                injection_detector or looks_like_injection
+                if detectors.get("injection", True)
+                else None
+            ),
+            secret_detector=(
+                secret_detector or looks_like_secret if detectors.get("credentials", True) else None
+            ),
+            source=document,
+        )
+
+    def check_channel(self, *, actor: str, owner: str, channel: str) -> None:
+        """Refuse a channel stronger than the writer's credentials give it."""
+        check_choice(channel, CHANNELS, "source")
+        kind = principal_kind(actor)
+        if channel == "user" and not (kind == "human" and actor == owner):
+            raise PolicyDeniedError(
+                f"only the human owner writing for themselves may use the user channel; "
+                f"{actor} writing for {owner} may use {', '.join(self.channels[kind]) or 'none'}",
+                actor=actor,
+                owner=owner,
+                channel=channel,
+            )
+        if channel not in self.channels.get(kind, ()):
+            raise PolicyDeniedError(
+                f"a {kind} principal may not write through the {channel} channel; "
+                f"allowed: {', '.join(self.channels[kind]) or 'none'}",
+                actor=actor,
+                channel=channel,
+            )
+
+    def decide(self, *, content: str, topic: str, channel: str, actor: str, owner: str) -> Decision:
+        """The approval mode, sensitivity and flags for one write."""
+        check_choice(topic, TOPICS, "topic")
+        if (
+            topic == "general"
+            and self.secret_detector is not None
+            and self.secret_detector(content)
+        ):
+            topic = "credentials"
+        writer = (
+            "self" if principal_kind(actor) == "human" and actor == owner else principal_kind(actor)
+        )
+        mode, why = self.default_mode, "default"
+        for rule in self.rules:
+            if rule.matches(topic=topic, channel=channel, writer=writer):
+                mode, why = rule.mode, rule.why
+                break
+        flagged = self.injection_detector is not None and self.injection_detector(content)
+        if flagged and mode == "automatic":
+            mode, why = "ask", "the text reads as an instruction to the assistant; held for review"
+        sensitivity = "sensitive" if topic in self.sensitive_topics else "normal"
+        return Decision(mode=mode, sensitivity=sensitivity, topic=topic, flagged=flagged, why=why)
+
+    def justify(self, action: str, memories: Sequence[Memory]) -> Justification:
+        """May these memories justify a sensitive action? The weakest channel decides."""
+        if action not in self.actions:
+            raise InvalidInputError(
+                f"unknown action {action!r}; known actions: {', '.join(sorted(self.actions))}",
+                field="action",
+            )
+        required = self.actions[action]
+        inactive = [m.id for m in memories if m.status != "active" or not m.retrievable]
+        if not memories:
+            return Justification(False, action, required, 0, "no memory was given to justify it")
+        if inactive:
+            return Justification(
+                False, action, required, 0, f"memories not active: {', '.join(inactive)}"
+            )
+        trust = min(self.trust[m.channel] for m in memories)
+        weakest = min(memories, key=lambda m: self.trust[m.channel])
+        if trust >= required:
+            return Justification(
+                True, action, required, trust, f"weakest channel {weakest.channel} meets {required}"
+            )
+        return Justification(
+            False,
+            action,
+            required,
+            trust,
+            f"{action} needs trust {required}; memory {weakest.id} came through "
+            f"{weakest.channel} (trust {trust}), which cannot justify it",
+        )
+
+
+def _table(document: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = document.get(name, {})
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"policy [{name}] must be a table")
+    return value
+
+
+def _choices(values: object, allowed: tuple[str, ...], where: str) -> tuple[str, ...]:
+    if not isinstance(values, list):
+        raise InvalidInputError(f"policy {where} must be a list")
+    return tuple(check_choice(v, allowed, f"policy {where}") for v in values)

@@ -1,0 +1,353 @@
+"""Rank recall candidates: score-aware fusion of lexical and vector hits, then adjustments.
+
+Pure standard library, identical on every backend. The store fetches candidates from its
+lexical index (FTS5 ``bm25()`` / PostgreSQL ``ts_rank``) and its vector index (cosine),
+merges them by memory id into :class:`Candidate` values and calls :func:`rank`.
+
+The score of a candidate, in order:
+
+1. **fusion** — ``lexical_weight * lexical_norm + vector_weight * vector_norm``, where
+   ``lexical_norm`` is the lexical score divided by the best lexical score among the
+   candidates, and ``vector_norm`` rescales cosine between the weakest and the best
+   candidate's cosine. Unlike reciprocal-rank fusion this keeps *how much* better the
+   first hit is than the tenth. (``fusion="rrf"`` gives plain RRF, for comparison.)
+2. **neighbours** — ``+ neighbour_weight * max(fused score of the memories at seq ± 1 in
+   the same session)``: in a conversation the answer is often in the reply to the turn
+   that matches the question's words.
+3. **when** — a question that asks *when* lifts memories whose text names a time
+   ("yesterday", "last week", a month, a year).
+4. **date** — a question that names a month/year lifts memories created in that month.
+5. **speaker** — a memory whose speaker the query names gets a small lift.
+6. **lifecycle** — multiplicative: importance and confidence (neutral when unknown),
+   recency (only with ``now``), and a penalty for stale memories.
+
+Each step is recorded in the hit's :class:`Explanation`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Literal
+
+from troth.core.query import QueryAnalysis, analyze_query, has_time_expression, tokenize
+
+__all__ = [
+    "ADDITIVE_ADJUSTMENTS",
+    "DEFAULT_RANKING",
+    "Candidate",
+    "Explanation",
+    "RankedHit",
+    "RankingConfig",
+    "rank",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One memory found by the lexical index, the vector index, or both.
+
+    ``lexical_score`` is "higher is better" (FTS5: ``-bm25(table)``); ``vector_score`` is
+    the cosine similarity. Ranks are 1-based. A candidate with neither (fetched only as
+    a neighbour) takes part through the neighbour lift.
+    """
+
+    memory_id: str
+    text: str
+    created_at: str
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    session: str | None = None
+    seq: int | None = None
+    speaker: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    stale: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RankingConfig:
+    """Weights of the ranking steps; the defaults are the tuned ones (docs/retrieval.md)."""
+
+    fusion: Literal["score", "rrf"] = "score"
+    lexical_weight: float = 0.5
+    vector_weight: float = 0.5
+    vector_normalization: Literal["max", "minmax"] = "max"
+    rrf_k: int = 60
+    neighbour_weight: float = 0.7
+    neighbour_span: int = 2
+    session_weight: float = 0.1
+    when_weight: float = 0.1
+    date_weight: float = 0.1
+    speaker_weight: float = 0.1
+    importance_weight: float = 0.2
+    confidence_weight: float = 0.2
+    recency_weight: float = 0.1
+    recency_half_life_days: float = 180.0
+    stale_factor: float = 0.5
+
+
+DEFAULT_RANKING = RankingConfig()
+
+ADDITIVE_ADJUSTMENTS = frozenset(["neighbours", "session", "when", "date", "speaker"])
+"""The adjustments :func:`rank` adds to the score; the others (lifecycle) multiply it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a hit scored what it did: its ranks, base score and each adjustment."""
+
+    lexical_rank: int | None
+    vector_rank: int | None
+    lexical_score: float | None
+    vector_score: float | None
+    base: float
+    adjustments: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready view (e.g. for a recall hit's ``why``)."""
+        return {
+            "lexical_rank": self.lexical_rank,
+            "vector_rank": self.vector_rank,
+            "lexical_score": self.lexical_score,
+            "vector_score": self.vector_score,
+            "base": round(self.base, 6),
+            "adjustments": {name: round(value, 6) for name, value in self.adjustments.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RankedHit:
+    """A ranked memory: its id, final score and explanation."""
+
+    memory_id: str
+    score: float
+    explanation: Explanation
+
+
+def rank(
+    query: str | QueryAnalysis,
+    candidates: Sequence[Candidate],
+    *,
+    now: str | datetime | None = None,
+    config: RankingConfig = DEFAULT_RANKING,
+    limit: int | None = None,
+) -> list[RankedHit]:
+    """Rank candidates for a query, best first; ties break by memory id for stability.
+
+    ``now`` enables the recency adjustment (ISO string or datetime); without it recency
+    is neutral. ``limit`` cuts the result.
+    """
+    analysis = query if isinstance(query, QueryAnalysis) else analyze_query(query)
+    unique = _dedupe(candidates)
+    base = _fuse(unique, config)
+    neighbour_lift = _neighbour_lift(unique, base, config)
+    session_lift = _session_lift(unique, base, config)
+    query_tokens = set(tokenize(analysis.text))
+    now_dt = _parse_datetime(now) if isinstance(now, str) else now
+    if now_dt is not None and now_dt.tzinfo is None:
+        now_dt = now_dt.replace(tzinfo=UTC)
+
+    hits = []
+    for candidate in unique:
+        adjustments: dict[str, float] = {}
+        score = base[candidate.memory_id]
+        lift = neighbour_lift.get(candidate.memory_id, 0.0)
+        if lift:
+            adjustments["neighbours"] = lift
+            score += lift
+        lift = session_lift.get(candidate.memory_id, 0.0)
+        if lift:
+            adjustments["session"] = lift
+            score += lift
+        if analysis.asks_when and config.when_weight and has_time_expression(candidate.text):
+            adjustments["when"] = config.when_weight
+            score += config.when_weight
+        if config.date_weight and _matches_named_date(candidate.created_at, analysis):
+            adjustments["date"] = config.date_weight
+            score += config.date_weight
+        if (
+            config.speaker_weight
+            and candidate.speaker
+            and set(tokenize(candidate.speaker)) & query_tokens
+        ):
+            adjustments["speaker"] = config.speaker_weight
+            score += config.speaker_weight
+        factor = _lifecycle_factor(candidate, now_dt, config, adjustments)
+        score *= factor
+        hits.append(
+            RankedHit(
+                memory_id=candidate.memory_id,
+                score=score,
+                explanation=Explanation(
+                    lexical_rank=candidate.lexical_rank,
+                    vector_rank=candidate.vector_rank,
+                    lexical_score=candidate.lexical_score,
+                    vector_score=candidate.vector_score,
+                    base=base[candidate.memory_id],
+                    adjustments=adjustments,
+                ),
+            )
+        )
+    hits.sort(key=lambda hit: (-hit.score, hit.memory_id))
+    return hits if limit is None else hits[:limit]
+
+
+def _dedupe(candidates: Sequence[Candidate]) -> list[Candidate]:
+    # A store may pass the same memory twice (once per index); keep the first.
+    seen: dict[str, Candidate] = {}
+    for candidate in candidates:
+        seen.setdefault(candidate.memory_id, candidate)
+    return list(seen.values())
+
+
+def _fuse(candidates: Sequence[Candidate], config: RankingConfig) -> dict[str, float]:
+    if config.fusion == "rrf":
+        return {
+            c.memory_id: _rrf(c.lexical_rank, config.rrf_k) + _rrf(c.vector_rank, config.rrf_k)
+            for c in candidates
+        }
+    lexical = [c.lexical_score for c in candidates if c.lexical_score is not None]
+    vector = [c.vector_score for c in candidates if c.vector_score is not None]
+    best_lexical = max(lexical, default=0.0)
+    normalize_vector = _vector_normalizer(vector, config.vector_normalization)
+    weakest_vector = min(vector) if vector else None
+    fused = {}
+    for c in candidates:
+        score = 0.0
+        if c.lexical_score is not None and best_lexical > 0:
+            score += config.lexical_weight * max(c.lexical_score, 0.0) / best_lexical
+        # A memory the vector index did not return is at most as similar as the weakest
+        # one it did return; scoring it as that (not as zero) keeps the fusion fair when
+        # the index was only read to a limited depth.
+        cosine = c.vector_score if c.vector_score is not None else weakest_vector
+        if cosine is not None:
+            score += config.vector_weight * normalize_vector(cosine)
+        fused[c.memory_id] = score
+    return fused
+
+
+def _vector_normalizer(scores: Sequence[float], how: str) -> Callable[[float], float]:
+    if not scores:
+        return lambda value: 0.0
+    high, low = max(scores), min(scores)
+    if how == "max":
+        return lambda value: max(value, 0.0) / high if high > 0 else 0.0
+    span = high - low
+    return lambda value: (value - low) / span if span > 0 else 1.0
+
+
+def _rrf(rank_: int | None, k: int) -> float:
+    return 0.0 if rank_ is None else 1.0 / (k + rank_)
+
+
+def _neighbour_lift(
+    candidates: Sequence[Candidate], base: Mapping[str, float], config: RankingConfig
+) -> dict[str, float]:
+    if not config.neighbour_weight or config.neighbour_span < 1:
+        return {}
+    # Two memories may share a position (an edit, a duplicate): the stronger one counts.
+    by_position: dict[tuple[str, int], float] = {}
+    for c in candidates:
+        if c.session is not None and c.seq is not None:
+            key = (c.session, c.seq)
+            by_position[key] = max(by_position.get(key, 0.0), base[c.memory_id])
+    lift = {}
+    for c in candidates:
+        if c.session is None or c.seq is None:
+            continue
+        # The strongest turn within the span on either side (summing them, or weighting
+        # farther turns less, did worse on LoCoMo: docs/retrieval.md).
+        pooled = max(
+            (
+                by_position.get((c.session, c.seq + offset), 0.0)
+                for span in range(1, config.neighbour_span + 1)
+                for offset in (-span, span)
+            ),
+            default=0.0,
+        )
+        if pooled > 0:
+            lift[c.memory_id] = config.neighbour_weight * pooled
+    return lift
+
+
+def _session_lift(
+    candidates: Sequence[Candidate], base: Mapping[str, float], config: RankingConfig
+) -> dict[str, float]:
+    # A session where several memories match is about the question's topic; its other
+    # matching memories are likelier answers than an isolated match elsewhere.
+    if not config.session_weight:
+        return {}
+    by_session: dict[str, list[float]] = {}
+    for c in candidates:
+        if c.session is not None:
+            by_session.setdefault(c.session, []).append(base[c.memory_id])
+    strength = {session: max(scores) for session, scores in by_session.items()}
+    return {
+        c.memory_id: config.session_weight * strength[c.session]
+        for c in candidates
+        if c.session is not None and strength[c.session] > 0
+    }
+
+
+def _matches_named_date(created_at: str, analysis: QueryAnalysis) -> bool:
+    if not analysis.years and not analysis.months:
+        return False
+    created = _parse_datetime(created_at)
+    if created is None:
+        return False
+    if analysis.years and created.year not in analysis.years:
+        return False
+    return not analysis.months or created.month in analysis.months
+
+
+def _lifecycle_factor(
+    candidate: Candidate,
+    now: datetime | None,
+    config: RankingConfig,
+    adjustments: dict[str, float],
+) -> float:
+    factor = 1.0
+    if candidate.importance is not None and config.importance_weight:
+        # importance in [0, 1]; 0.5 is neutral.
+        value = 1.0 + config.importance_weight * (_clamp(candidate.importance) - 0.5)
+        adjustments["importance"] = value
+        factor *= value
+    if candidate.confidence is not None and config.confidence_weight:
+        value = 1.0 - config.confidence_weight * (1.0 - _clamp(candidate.confidence))
+        adjustments["confidence"] = value
+        factor *= value
+    if now is not None and config.recency_weight:
+        created = _parse_datetime(candidate.created_at)
+        if created is not None:
+            age_days = max((now - created).total_seconds() / 86400.0, 0.0)
+            freshness = math.pow(0.5, age_days / config.recency_half_life_days)
+            value = 1.0 + config.recency_weight * (freshness - 0.5)
+            adjustments["recency"] = value
+            factor *= value
+    if candidate.stale:
+        adjustments["stale"] = config.stale_factor
+        factor *= config.stale_factor
+    return factor
+
+
+def _clamp(value: float) -> float:
+    return min(max(value, 0.0), 1.0)
+
+
+def _parse_datetime(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            parsed = datetime.combine(date.fromisoformat(value[:10]), datetime.min.time())
+        except ValueError:
+            return None
+    # Naive times are taken as UTC so that they compare with aware ones.
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

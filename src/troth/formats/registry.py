@@ -1,0 +1,146 @@
+"""Codecs by name: each format says whether it recognises some bytes, and reads them.
+
+A codec is a small object with a ``name``, a ``sniff(data) -> bool`` that looks only at the
+bytes (and the file name, when there is one), and a ``decode`` into :class:`Item` values the
+service can write. Codecs are pure: no I/O, no ledger. ``detect`` tries them in registration
+order, most specific first, so a PCP archive is recognised before a JSON file is guessed at.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from troth.core.errors import FormatError, InvalidInputError
+
+
+@dataclass(frozen=True)
+class Item:
+    """One memory as a format reads it, before the service writes it.
+
+    ``fields`` are keyword arguments for the facade's ``Draft``; ``x_import`` is the
+    provenance an import records (the service adds ``at``); ``stamps`` are the values a
+    restore keeps as they were; ``key`` is the idempotency key (source path or id, sha256).
+    """
+
+    content: str
+    where: str
+    key: tuple[str, str]
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    channel: str = "user"
+    actor: str | None = None
+    on_behalf_of: str | None = None
+    status: str | None = None
+    hidden: bool = False
+    x_import: Mapping[str, Any] | None = None
+    stamps: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An item a codec read but will not bring in, and why (reported, never written)."""
+
+    where: str
+    reason: str
+
+
+Decoded = tuple[list[Item], list[Refusal]]
+
+
+class Codec(Protocol):
+    """What every format module offers the registry."""
+
+    name: str
+
+    def sniff(self, data: bytes, filename: str = "") -> bool:
+        """True when the bytes are in this format."""
+        ...
+
+
+@dataclass(frozen=True)
+class FunctionCodec:
+    """A codec made of a format module's functions."""
+
+    name: str
+    sniffer: Callable[[bytes, str], bool]
+    decoder: Callable[..., Decoded] | None = None
+    description: str = ""
+
+    def sniff(self, data: bytes, filename: str = "") -> bool:
+        """True when the bytes are in this format (never raises)."""
+        try:
+            return self.sniffer(data, filename)
+        except (ValueError, UnicodeDecodeError, FormatError):
+            return False
+
+
+_CODECS: dict[str, FunctionCodec] = {}
+_LOADED: list[bool] = []
+FORMAT_MODULES = ("archive", "pcp", "personaxis", "hux", "mem0", "omp", "remnic", "basic_memory")
+
+
+def register(codec: FunctionCodec) -> FunctionCodec:
+    """Add a codec under its name (a second registration of a name replaces the first)."""
+    _CODECS[codec.name] = codec
+    return codec
+
+
+def names() -> list[str]:
+    """Registered format names."""
+    _load()
+    return sorted(_CODECS)
+
+
+def get(name: str) -> FunctionCodec:
+    """The codec called ``name``."""
+    _load()
+    try:
+        return _CODECS[name]
+    except KeyError:
+        raise InvalidInputError(
+            f"unknown format {name!r}; use one of {', '.join(_CODECS)}", field="format"
+        ) from None
+
+
+# Most specific first: containers, then documents with a distinctive shape, then guesses.
+DETECTION_ORDER = (
+    "pcp",
+    "pcp-page",
+    "personaxis",
+    "hux",
+    "mem0",
+    "remnic",
+    "omp",
+    "basic-memory",
+)
+
+
+def detect(data: bytes, filename: str = "") -> FunctionCodec:
+    """The first codec that recognises the bytes; a FormatError when none does."""
+    _load()
+    ordered = [n for n in DETECTION_ORDER if n in _CODECS]
+    ordered += [n for n in _CODECS if n not in ordered]
+    for name in ordered:
+        codec = _CODECS[name]
+        if codec.sniff(data, filename):
+            return codec
+    if data.lstrip()[:1] in (b"{", b"["):
+        from troth.formats.foreign import load_json
+
+        load_json(data, name=filename or "input")  # a JSON defect names its line
+    raise FormatError(
+        f"{filename or 'input'}: not a format troth reads; name it with --format"
+        f" ({', '.join(_CODECS)})",
+        file=filename,
+    )
+
+
+def _load() -> None:
+    """Import the format modules once; each registers itself."""
+    if _LOADED:
+        return
+    for module in FORMAT_MODULES:
+        importlib.import_module(f"troth.formats.{module}")
+    _LOADED.append(True)

@@ -1,0 +1,130 @@
+"""Changing a memory that exists: approve, reject, hide, forget and redact.
+
+Each is one lifecycle event appended to the owner's chain after the transition is checked
+against the memory's current state inside the transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from troth.core import lifecycle
+from troth.core.errors import PolicyDeniedError
+from troth.core.records import Memory as MemoryRecord
+from troth.core.records import principal_kind
+from troth.service import validation as check
+from troth.service.base import MemoryBase
+
+MAX_NOTE_CHARS = 200  # HUX audit notes
+
+
+class MemoryChanges(MemoryBase):
+    """The use cases that move an existing memory through its lifecycle."""
+
+    def approve(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """A person approves a proposed memory; it becomes active and retrievable."""
+        return self._review(memory_id, "approve", actor=actor, owner=owner, note=note)
+
+    def reject(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """A person rejects a proposed memory; it is never retrievable."""
+        return self._review(memory_id, "reject", actor=actor, owner=owner, note=note)
+
+    def hide(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """Remove a memory from retrieval without forgetting it (``retrieval_removed``)."""
+        who = self._actor(actor)
+        whose = self._owner_of(memory_id, owner)
+        return self._change(memory_id, "hide", who, whose, _note(note))
+
+    def forget(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        reason: str = "forgotten at the owner's request",
+    ) -> MemoryRecord:
+        """Forget a memory at once: a tombstone; its bytes stay until redacted."""
+        who = self._actor(actor)
+        whose = self._owner_of(memory_id, owner)
+        return self._change(memory_id, "forget", who, whose, {"note": check.note(reason)})
+
+    def redact(
+        self, memory_id: str, *, reason: str, actor: str | None = None, owner: str | None = None
+    ) -> MemoryRecord:
+        """Erase a memory's text from every byte the store keeps; the chain still verifies."""
+        who = self._actor(actor)
+        whose = self._owner_of(memory_id, owner)
+        why = check.text(reason, "reason", max_chars=MAX_NOTE_CHARS - len("redacted: "))
+        return self._change(memory_id, "redact", who, whose, {"note": f"redacted: {why}"})
+
+    def _review(
+        self, memory_id: str, kind: str, *, actor: str | None, owner: str | None, note: str | None
+    ) -> MemoryRecord:
+        who = self._actor(actor)
+        whose = self._owner_of(memory_id, owner)
+        if principal_kind(who) != "human":
+            raise PolicyDeniedError(
+                f"only a person may {kind} a proposed memory; {who} is not a human principal",
+                actor=who,
+            )
+
+        def only_the_owner(memory: MemoryRecord) -> None:
+            if memory.actor == who and who != whose:
+                raise PolicyDeniedError(
+                    f"{who} proposed memory {memory_id} and cannot {kind} it; "
+                    f"ask {whose} to review it",
+                    actor=who,
+                    id=memory_id,
+                )
+            if who != whose:
+                raise PolicyDeniedError(
+                    f"only {whose} may {kind} their own memories", actor=who, id=memory_id
+                )
+
+        return self._change(memory_id, kind, who, whose, _note(note), guard=only_the_owner)
+
+    def _change(
+        self,
+        memory_id: str,
+        kind: str,
+        who: str,
+        whose: str,
+        texts: Mapping[str, str],
+        *,
+        guard: Callable[[MemoryRecord], None] | None = None,
+    ) -> MemoryRecord:
+        """Check the transition (and ``guard``) on the current state, then append the event."""
+        with self._writing(whose) as tx:
+            memory = self._load(tx, memory_id)
+            lifecycle.check_transition(memory, kind)
+            if guard is not None:
+                guard(memory)
+            changed = self._append_change(
+                tx, memory, kind, actor=who, texts=texts, channel=self._steward_channel(who, whose)
+            )
+        return changed[0]
+
+
+def _note(note: str | None) -> dict[str, str]:
+    return {"note": check.note(note, "note")} if note is not None else {}

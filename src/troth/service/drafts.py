@@ -1,0 +1,131 @@
+"""The words of a write: what a caller may say about a new memory, and what a write returns.
+
+``Draft`` is the value object behind every optional field of ``Memory.remember``;
+``draft_fields`` validates it into the fields the chain commits to and the texts it may
+later erase. A ``CreationPlan`` is a validated, policy-decided creation waiting for its
+transaction (``MemoryWrites._plan``); ``WriteResult`` is what the caller gets back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from troth.core.events import Event
+from troth.core.policy import Decision
+from troth.core.records import KINDS
+from troth.core.records import Memory as MemoryRecord
+from troth.service import validation as check
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The outcome of a write: the memory's id and status, and why the policy chose it."""
+
+    id: str
+    status: str
+    owner: str
+    why: str
+    flagged: bool = False
+    memory: MemoryRecord | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "owner": self.owner,
+            "why": self.why,
+            "flagged": self.flagged,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CreationPlan:
+    """A validated creation, decided by the policy, waiting for its transaction."""
+
+    owner: str
+    event: Event
+    content: str
+    channel: str
+    reserved: tuple[str, ...]
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Everything a caller may say about a new memory beyond its text (all optional)."""
+
+    kind: str = "fact"
+    topic: str = "general"
+    scope: Any = "global"
+    reason: str | None = None
+    title: str | None = None
+    tags: Sequence[str] = ()
+    ttl: Any = "never"
+    sensitivity: str | None = None
+    confidence: float | None = None
+    importance: float | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+    expires: str | None = None
+    relations: Sequence[Any] = ()
+    lifecycle: str = "active"
+    partition: str = "default"
+    path: str | None = None
+    page_type: str | None = None
+    derived_from: Sequence[str] = ()
+    session: str | None = None
+    evidence: str | None = None
+    recorded_at: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    stamps: Mapping[str, Any] = field(default_factory=dict)
+
+
+def draft_fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
+    """Validate a draft into the committed metadata fields and the erasable texts."""
+    fields: dict[str, Any] = {
+        "kind": check.choice(draft.kind, KINDS, "kind"),
+        "topic": draft.topic,
+        "scope": check.scope(draft.scope).to_json(),
+        "ttl": check.ttl(draft.ttl).to_json(),
+        "tags": list(check.tags(draft.tags)),
+        "lifecycle": check.lifecycle(draft.lifecycle),
+        "partition": check.partition(draft.partition),
+    }
+    optional = {
+        "confidence": check.unit(draft.confidence, "confidence"),
+        "importance": check.unit(draft.importance, "importance"),
+        "valid_from": check.date_or_time(draft.valid_from, "valid_from"),
+        "valid_until": check.date_or_time(draft.valid_until, "valid_until"),
+        "expires": check.utc_time(draft.expires, "expires"),
+        "recorded_at": check.utc_time(draft.recorded_at, "recorded_at"),
+        "path": None if draft.path is None else check.page_path(draft.path),
+        "page_type": check.page_type(draft.page_type),
+        "session": None
+        if draft.session is None
+        else check.text(draft.session, "session", max_chars=256),
+        "evidence": None
+        if draft.evidence is None
+        else check.text(draft.evidence, "evidence", max_chars=512),
+    }
+    fields.update({k: v for k, v in optional.items() if v is not None})
+    relations = check.relations(draft.relations)
+    if relations:
+        fields["relations"] = [r.to_json() for r in relations]
+    if draft.derived_from:
+        fields["derived_from"] = [check.page_path(p, "derived_from") for p in draft.derived_from]
+    extra = check.extra(draft.extra)
+    if extra:
+        fields["extra"] = extra
+    if draft.stamps:
+        # Server-stamped values kept from a restored page, and the import's idempotency key
+        # (see service/portability.py); committed like every other field.
+        fields["stamps"] = dict(draft.stamps)
+    texts = {}
+    if draft.reason is not None:
+        texts["reason"] = check.reason(draft.reason)
+    if draft.title is not None:
+        texts["title"] = check.title(draft.title)
+    return fields, texts

@@ -1,0 +1,266 @@
+"""Integrity: verify each chain and its projection, rebuild, reindex, restore and re-anchor.
+
+The ledger is the source of truth and everything else is derived from it; these use cases
+check that derivation, redo it, or write a whole chain in from elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from troth.core import lifecycle
+from troth.core.chain import Entry, Verification
+from troth.core.chain import reanchor as reanchor_chain
+from troth.core.errors import (
+    ConflictError,
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    PolicyDeniedError,
+)
+from troth.core.events import Record, check_head, meta_problem, verify_records
+from troth.core.records import Memory as MemoryRecord
+from troth.core.records import check_principal, principal_kind
+from troth.service.base import MemoryBase
+from troth.service.recall import memory_text
+from troth.storage.base import MemoryFilter, Tip
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReport:
+    """Verification of one owner: the chain, then the projection against a rebuild."""
+
+    owner: str
+    chain: Verification
+    projection_ok: bool
+    mismatch: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when both the chain and the projection verify."""
+        return self.chain.ok and self.projection_ok
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "owner": self.owner,
+            "ok": self.ok,
+            **self.chain.to_dict(),
+            "projection_ok": self.projection_ok,
+            "mismatch": self.mismatch,
+        }
+
+
+class MemoryIntegrity(MemoryBase):
+    """The use cases that check, rebuild or rewrite what is derived from the ledger."""
+
+    def verify(self, owner: str | None = None) -> list[OwnerReport]:
+        """Verify each chain and compare each stored projection with a rebuild."""
+        reports = []
+        for whose in self._owners(owner):
+            chain = self._verify_chain(whose)
+            projection_ok, mismatch = True, None
+            if chain.ok:
+                projection_ok, mismatch = self._compare_projection(whose)
+            reports.append(OwnerReport(whose, chain, projection_ok, mismatch))
+        return reports
+
+    def _verify_chain(self, owner: str) -> Verification:
+        """The chain by personaxis and troth rules, held against its recorded head."""
+        tip = self.store.tip(owner)
+        return check_head(verify_records(self.store.records(owner)), tip.length, tip.head)
+
+    def _compare_projection(self, owner: str) -> tuple[bool, dict[str, Any] | None]:
+        try:
+            rebuilt = lifecycle.fold(self.store.records(owner), owner)
+        except (NotFoundError, InvalidInputError, ConflictError) as exc:
+            return False, {"error": exc.message}
+        return self._compare_with(owner, rebuilt)
+
+    def _compare_with(
+        self, owner: str, rebuilt: Mapping[str, MemoryRecord]
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Whether the stored projection equals ``rebuilt``, else the first field that differs."""
+        try:
+            stored = self.store.projection(owner)
+        except IntegrityError as exc:
+            return False, {**exc.details, "error": exc.message}
+        for memory_id in sorted(set(rebuilt) | set(stored)):
+            left, right = rebuilt.get(memory_id), stored.get(memory_id)
+            if left is None or right is None:
+                return False, {"memory": memory_id, "field": "existence"}
+            if left == right:
+                continue
+            a, b = left.to_dict(), right.to_dict()
+            for name in a:
+                if a[name] != b.get(name):
+                    return False, {
+                        "memory": memory_id,
+                        "field": name,
+                        "stored": b.get(name),
+                        "ledger": a[name],
+                    }
+        return True, None
+
+    def rebuild(self, owner: str | None = None) -> list[dict[str, Any]]:
+        """Recompute each projection from its ledger; reports whether it equalled the stored."""
+        out = []
+        for whose in self._owners(owner):
+            chain = self._verify_chain(whose)
+            if not chain.ok:
+                raise IntegrityError(
+                    f"the ledger of {whose} is broken at entry #{chain.broken_at} ({chain.reason});"
+                    " a projection cannot be rebuilt from it",
+                    owner=whose,
+                    broken_at=chain.broken_at,
+                )
+            rebuilt = lifecycle.fold(self.store.records(whose), whose)
+            equal, mismatch = self._compare_with(whose, rebuilt)
+            self.store.replace_projection(whose, rebuilt)
+            self._refresh_vectors(whose)
+            out.append(
+                {"owner": whose, "memories": len(rebuilt), "equal": equal, "mismatch": mismatch}
+            )
+        return out
+
+    def _refresh_vectors(self, owner: str) -> None:
+        # A projection written without embeddings (restore, rebuild, re-anchor) gets them.
+        if self._vectors_ready():
+            self.reindex(owner)
+
+    def reindex(
+        self,
+        owner: str | None = None,
+        *,
+        batch: int = 1000,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Recompute the vector of every retrievable memory (all owners, or one).
+
+        Run it after changing the embedding model (the store then records the new one) or
+        after restoring a store whose vectors were not kept. Returns memories per owner.
+        ``progress(done, total)`` is called after each batch.
+        """
+        if self.embedder is None:
+            raise InvalidInputError("this installation has no embedder; nothing to reindex")
+        model = (self.embedder.name, self.embedder.dim)
+        owners = self._owners(owner)
+        if self.store.vector_model() != model:
+            self.store.set_vector_model(*model)
+            owners = self.store.owners()  # every owner's vectors were dropped
+        self._vectors_ok = True
+        live = MemoryFilter(retrievable_only=True)
+        total = sum(self.store.count(whose, live) for whose in owners)
+        done, out = 0, {}
+        for whose in owners:
+            memories = [m for m in self.store.memories(whose, live) if m.content]
+            for start in range(0, len(memories), batch):
+                chunk = memories[start : start + batch]
+                vectors = self._embed([memory_text(m) for m in chunk])
+                with self.store.write(whose) as tx:
+                    for memory, vector in zip(chunk, vectors, strict=True):
+                        tx.put(memory, vector)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, total)
+            out[whose] = len(memories)
+        return out
+
+    # -- restore and re-anchor ------------------------------------------------------------
+
+    def _may_rewrite(self, owner: str, actor: str | None, verb: str) -> tuple[str, str]:
+        who = self._actor(actor)
+        whose = check_principal(owner, "owner")
+        if who != whose and principal_kind(who) != "service":
+            raise PolicyDeniedError(
+                f"only {whose} (or a service principal) may {verb} {whose}'s ledger; {who} may not",
+                actor=who,
+                owner=whose,
+            )
+        return who, whose
+
+    def restore_chain(
+        self, owner: str, entries: Iterable[Entry | Record], *, actor: str | None = None
+    ) -> Verification:
+        """Write a personaxis chain verbatim into an empty ledger and project it.
+
+        ``entries`` are personaxis entries (e.g. ``formats.personaxis.decode`` of an
+        ``episodic.jsonl``), or stored rows with their metadata and texts (a troth
+        ledger moved between stores). Rows are kept byte for byte — exporting the ledger
+        gives the same file back. Plain entries become "foreign" memories (active, their
+        tombstones forget them). The chain must verify and the ledger must be empty;
+        otherwise nothing is written. Only the owner, or a service principal, may restore.
+        """
+        _who, whose = self._may_rewrite(owner, actor, "restore")
+        records: list[Record] = []
+        for index, item in enumerate(entries):
+            if isinstance(item, Record):
+                records.append(Record(index, item.entry, item.meta, dict(item.texts)))
+            elif isinstance(item, Entry):
+                records.append(Record(index, item))
+            else:
+                raise InvalidInputError(
+                    f"entry #{index} is a {type(item).__name__}; give personaxis entries"
+                    " (formats.personaxis.decode) or ledger records",
+                    index=index,
+                )
+        result = verify_records(records)
+        broken = next((r.seq for r in records if meta_problem(r) is not None), None)
+        if not result.ok or broken is not None:
+            at = result.broken_at if not result.ok else broken
+            why = result.reason if not result.ok else meta_problem(records[at or 0])
+            raise IntegrityError(
+                f"entry #{at} does not verify ({why}); nothing was restored."
+                " Restore the file as it was exported, or re-anchor a legacy log first",
+                broken_at=at,
+                reason=why,
+            )
+        try:
+            projection = lifecycle.fold(records, whose)
+        except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
+            raise InvalidInputError(
+                f"the chain verifies but its troth events do not replay: {exc};"
+                " nothing was restored",
+            ) from exc
+        with self.store.write(whose) as tx:
+            tip = tx.tip()
+            if tip.length:
+                raise ConflictError(
+                    f"the ledger of {whose} already has {tip.length} entries; restore only"
+                    " into an empty ledger (a new owner)",
+                    owner=whose,
+                    length=tip.length,
+                )
+            for record in records:
+                tx.append(record.entry, record.meta, record.texts)
+            for memory in sorted(projection.values(), key=lambda m: m.seq):
+                tx.put(memory)
+        self._verified[whose] = Tip(result.length, result.head)
+        self._refresh_vectors(whose)
+        return result
+
+    def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
+        """Re-anchor a ledger holding legacy (≤0.10) lines into v1.0 form.
+
+        Every hash from the first legacy line on changes (``migrateMemoryChain``);
+        ``target:`` tags follow. Returns old hash → new hash for every entry ({} when there
+        is no legacy line). Ids of foreign memories derive from entry hashes, so they change
+        too; the projection is rebuilt.
+        """
+        _who, whose = self._may_rewrite(owner or self.principal, actor, "re-anchor")
+        with self._writing(whose) as tx:
+            records = list(tx.records(0))
+            if not any(r.entry.is_legacy for r in records):
+                return {}
+            migrated, remapped = reanchor_chain([r.entry for r in records])
+            for record, entry in zip(records, migrated, strict=True):
+                if entry != record.entry:
+                    tx.rewrite(record.seq, entry)
+            renewed = [
+                Record(r.seq, e, r.meta, r.texts) for r, e in zip(records, migrated, strict=True)
+            ]
+        self.store.replace_projection(whose, lifecycle.fold(renewed, whose))
+        self._refresh_vectors(whose)
+        return {old: new for old, new in remapped.items() if old != new}

@@ -1,0 +1,242 @@
+"""Recall: the query value object, the filters, and hits with the reasons they ranked.
+
+:func:`recall` is the whole read path (docs/retrieval.md): the store gives candidates
+from its lexical index and its vector index and the ranking fields of each
+(:class:`~troth.storage.base.RecallRow`); the filters below drop what may not be
+returned; :func:`troth.core.ranking.rank` orders the rest; only the top ``limit``
+memories are read in full.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from troth.core.query import analyze_query, candidate_limits, fts5_match_expression
+from troth.core.ranking import Candidate, rank
+from troth.core.records import Memory
+from troth.storage.base import MemoryFilter, RecallRow
+
+if TYPE_CHECKING:
+    from troth.embedding import Embedder
+    from troth.storage.base import Store
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What to recall, for whom, and within which bounds.
+
+    ``valid_on`` (a date or time) keeps memories valid then (``valid_from`` ≤ D ≤
+    ``valid_until``, open ends unbounded). ``as_of`` (a UTC time) answers as the ledger
+    stood then: memories created by then and active and retrievable then by their audit
+    trail, among those whose text is still held (erased text stays erased). ``now``
+    (default: the facade's clock) decides expiry, staleness and recency. ``indexes``
+    chooses the candidate sources (``lexical``, ``vector``; both by default).
+    """
+
+    text: str
+    owner: str | None = None
+    limit: int = 10
+    kinds: tuple[str, ...] | None = None
+    scope: str | None = None
+    partition: str | None = None
+    tags: tuple[str, ...] = ()
+    include_sensitive: bool = False
+    include_stale: bool = True
+    include_archived: bool = False
+    valid_on: str | None = None
+    as_of: str | None = None
+    now: str | None = None
+    indexes: tuple[str, ...] = ("lexical", "vector")
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    """One recalled memory, its score and why it ranked where it did."""
+
+    memory: Memory
+    score: float
+    why: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "id": self.memory.id,
+            "score": round(self.score, 6),
+            "content": self.memory.content,
+            "kind": self.memory.kind,
+            "created_at": self.memory.created_at,
+            "why": self.why,
+        }
+
+
+def fts_match(text: str) -> str | None:
+    """An FTS5 expression matching any word of ``text``, every token quoted (no syntax)."""
+    words = [w for w in _WORD.findall(text.lower()) if w]
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
+
+
+def memory_text(memory: Memory) -> str:
+    """The text a memory is indexed and embedded by: its title and content."""
+    return " ".join(part for part in (memory.title, memory.content) if part)
+
+
+def _parse(value: str) -> datetime:
+    text = value.replace("Z", "+00:00")
+    if len(text) == 10:
+        text += "T00:00:00+00:00"
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def is_expired(row: RecallRow, now: datetime) -> bool:
+    """Retention has run out (``expires``, a ttl ``expires_at`` or ``decay``), swept or not."""
+    if row.expires is not None and _parse(row.expires) <= now:
+        return True
+    if row.ttl_policy == "expires_at" and row.ttl_expires_at is not None:
+        return _parse(row.ttl_expires_at) <= now
+    if row.ttl_policy == "decay" and row.ttl_decay_days is not None:
+        return _parse(row.updated_at) + timedelta(days=row.ttl_decay_days) <= now
+    return False
+
+
+def is_stale(row: RecallRow, now: datetime) -> bool:
+    """Lifecycle ``stale``, or ``valid_until`` already past: down-ranked, not excluded."""
+    if row.lifecycle == "stale":
+        return True
+    return row.valid_until is not None and _end_of(row.valid_until) < now
+
+
+def _end_of(value: str) -> datetime:
+    # A date-only bound covers its whole day.
+    moment = _parse(value)
+    return moment + timedelta(days=1) - timedelta(microseconds=1) if len(value) == 10 else moment
+
+
+def is_valid_on(row: RecallRow, moment: str) -> bool:
+    """Whether the memory's validity interval contains ``moment`` (a date or a time)."""
+    start, end = _parse(moment), _end_of(moment)
+    if row.valid_from is not None and _parse(row.valid_from) > end:
+        return False
+    return row.valid_until is None or _end_of(row.valid_until) >= start
+
+
+_LEAVES = frozenset(
+    ["rejected", "expired", "forgotten", "superseded", "retrieval_removed", "no_store"]
+)
+
+
+def was_retrievable_at(memory: Memory, moment: datetime) -> bool:
+    """Whether a memory's audit trail says it was active and retrievable at ``moment``.
+
+    Created by then (an automatic write is active at once; a proposal from its approval),
+    and not yet rejected, expired, forgotten, superseded or removed from retrieval.
+    """
+    if _parse(memory.created_at) > moment:
+        return False
+    # The trail says when it became active: an automatic write or an import is approved in
+    # its creating entry; a proposal (however the policy is set) when a person approves it.
+    active = False
+    for item in memory.audit:
+        if _parse(item.at) > moment:
+            break
+        if item.action == "approved":
+            active = True
+        elif item.action in _LEAVES:
+            active = False
+    return active
+
+
+def recall(
+    store: Store,
+    embedder: Embedder | None,
+    owner: str,
+    query: Query,
+    *,
+    text: str,
+    now: datetime,
+) -> list[RecallHit]:
+    """Rank an owner's memories for a query (validated by the facade); best first."""
+    flt = MemoryFilter(
+        retrievable_only=query.as_of is None,
+        # As of T: hidden memories too (their text is held); forgotten ones have none.
+        statuses=None if query.as_of is None else ("active",),
+        kinds=query.kinds,
+        scope=query.scope,
+        partition=query.partition,
+        tags=query.tags,
+        include_sensitive=query.include_sensitive,
+    )
+    limits = candidate_limits(query.limit)
+    found: dict[str, dict[str, Any]] = {}
+    match = fts5_match_expression(text) if "lexical" in query.indexes else None
+    if match is not None:
+        for hit in store.lexical(owner, match, limits.lexical, flt):
+            found.setdefault(hit.memory_id, {}).update(
+                lexical_rank=hit.rank, lexical_score=hit.score
+            )
+    if embedder is not None and "vector" in query.indexes:
+        vector = embedder.embed([text])[0]
+        if vector.any():
+            for hit in store.vector(owner, vector, limits.vector, flt):
+                found.setdefault(hit.memory_id, {}).update(
+                    vector_rank=hit.rank, vector_score=hit.score
+                )
+    if not found:
+        return []
+    rows = store.recall_rows(owner, list(found))
+    kept: list[tuple[RecallRow, dict[str, Any], bool]] = []
+    for memory_id, scores in found.items():
+        row = rows.get(memory_id)
+        if row is None or not row.text or is_expired(row, now):
+            continue
+        if row.lifecycle == "archived" and not query.include_archived:
+            continue
+        if query.valid_on is not None and not is_valid_on(row, query.valid_on):
+            continue
+        stale = is_stale(row, now)
+        if stale and not query.include_stale:
+            continue
+        kept.append((row, scores, stale))
+    held: dict[str, Memory] = {}
+    if query.as_of is not None:  # which of them were retrievable then: their audit trails
+        moment = _parse(query.as_of)
+        held = store.get_many(owner, [row.memory_id for row, _, _ in kept])
+        kept = [
+            c
+            for c in kept
+            if c[0].memory_id in held and was_retrievable_at(held[c[0].memory_id], moment)
+        ]
+    candidates = [_candidate(row, scores, stale) for row, scores, stale in kept]
+    analysis = analyze_query(text)
+    ranked = rank(analysis, candidates, now=now, limit=query.limit)
+    missing = [best.memory_id for best in ranked if best.memory_id not in held]
+    if missing:
+        held |= store.get_many(owner, missing)
+    return [
+        RecallHit(held[best.memory_id], best.score, best.explanation.to_dict())
+        for best in ranked
+        if best.memory_id in held
+    ]
+
+
+def _candidate(row: RecallRow, scores: dict[str, Any], stale: bool) -> Candidate:
+    return Candidate(
+        memory_id=row.memory_id,
+        text=row.text,
+        # The time the memory speaks of when the writer gave one (e.g. a session date).
+        created_at=row.recorded_at or row.valid_from or row.created_at,
+        session=row.session,
+        seq=row.seq,
+        speaker=row.speaker,
+        importance=row.importance,
+        confidence=row.confidence,
+        stale=stale,
+        **scores,
+    )

@@ -1,0 +1,286 @@
+"""The ``Memory`` facade seen through one grant: what an authenticated caller may do.
+
+Both the HTTP API and the MCP tools call this class, so the authorisation matrix of
+``docs/api.md`` holds identically on every transport. Every method checks the grant's
+scopes before it touches the store, acts only on the grant's owner, and turns "another
+owner's memory", "a sensitive memory you may not see" and "no such memory" into the one
+same :class:`NotFoundError`. A denial happens before any write, so it leaves the ledger
+head where it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from troth.core.access import EXPORT, READ, WRITE, Grant
+from troth.core.errors import NotFoundError
+from troth.core.records import KINDS, STATUSES
+from troth.core.records import Memory as MemoryRecord
+from troth.service import validation as check
+from troth.service.memory import Memory, OwnerReport, WriteResult
+from troth.service.recall import Query, RecallHit
+from troth.storage.base import MemoryFilter
+
+T = TypeVar("T")
+MAX_LIST = 200
+MAX_BRIEF_CHARS = 20000
+
+
+def not_found(memory_id: str) -> NotFoundError:
+    """The one answer for a memory the caller may not see, whatever the reason."""
+    return NotFoundError(
+        f"no memory {memory_id} in this ledger; list or search to find the ids you can use",
+        id=memory_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Brief:
+    """``context.brief``: the owner's most relevant active memories within a size budget."""
+
+    text: str
+    memory_ids: tuple[str, ...]
+    used_chars: int
+    budget_chars: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "brief": self.text,
+            "memory_ids": list(self.memory_ids),
+            "used_chars": self.used_chars,
+            "budget_chars": self.budget_chars,
+        }
+
+
+class ScopedMemory:
+    """One caller's view of the facade: its owner, its channel, its scopes."""
+
+    def __init__(self, memory: Memory, grant: Grant) -> None:
+        self._memory = memory
+        self.grant = grant
+
+    @property
+    def owner(self) -> str:
+        """The ledger this caller acts on."""
+        return self.grant.owner
+
+    # -- reads ------------------------------------------------------------------------
+
+    def read(self, memory_id: str) -> MemoryRecord:
+        """One memory of the owner with its audit trail."""
+        self.grant.require(READ, "read memories")
+        return self._visible(memory_id)
+
+    def _visible(self, memory_id: str) -> MemoryRecord:
+        check.identifier(memory_id, "memory id")
+        try:
+            memory = self._memory.get(memory_id, owner=self.owner)
+        except NotFoundError:
+            raise not_found(memory_id) from None
+        if memory.sensitivity == "sensitive" and not self.grant.sees_sensitive:
+            raise not_found(memory_id)
+        return memory
+
+    def memories(
+        self,
+        *,
+        statuses: tuple[str, ...] | None = None,
+        kinds: tuple[str, ...] | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[MemoryRecord], int]:
+        """The owner's memories, newest first, and how many match in all."""
+        self.grant.require(READ, "list memories")
+        for status in statuses or ():
+            check.choice(status, STATUSES, "status")
+        for kind in kinds or ():
+            check.choice(kind, KINDS, "kind")
+        check.whole_number(limit, 1, MAX_LIST, "limit")
+        check.whole_number(offset, 0, 1_000_000, "offset")
+        flt = MemoryFilter(
+            statuses=statuses or None,
+            kinds=kinds or None,
+            include_sensitive=self.grant.sees_sensitive,
+            limit=limit,
+            offset=offset,
+        )
+        items = self._memory.memories(self.owner, flt)
+        total = self._memory.store.count(self.owner, replace(flt, limit=None, offset=0))
+        return items, total
+
+    def search(
+        self, text: str, *, limit: int = 10, kinds: tuple[str, ...] | None = None
+    ) -> list[RecallHit]:
+        """The owner's active, retrievable memories that best answer ``text``."""
+        self.grant.require(READ, "search memories")
+        for kind in kinds or ():
+            check.choice(kind, KINDS, "kind")
+        check.whole_number(limit, 1, 100, "limit")
+        query = Query(
+            text=text,
+            owner=self.owner,
+            limit=limit,
+            kinds=kinds or None,
+            include_sensitive=self.grant.sees_sensitive,
+        )
+        return self._memory.recall(query)
+
+    def brief(self, task: str, *, budget_chars: int = 2000) -> Brief:
+        """The most relevant active memories for a task, as lines, within ``budget_chars``."""
+        self.grant.require(READ, "read a context brief")
+        check.whole_number(budget_chars, 100, MAX_BRIEF_CHARS, "budget_chars")
+        hits = [h.memory for h in self.search(task, limit=50)]
+        seen = {m.id for m in hits}
+        recent = self._memory.memories(
+            self.owner,
+            MemoryFilter(
+                retrievable_only=True, include_sensitive=self.grant.sees_sensitive, limit=50
+            ),
+        )
+        lines: list[str] = []
+        ids: list[str] = []
+        used = 0
+        for memory in [*hits, *(m for m in recent if m.id not in seen)]:
+            line = f"- ({memory.kind}) {memory.content} [{memory.id}]"
+            if used + len(line) + 1 > budget_chars:
+                continue
+            lines.append(line)
+            ids.append(memory.id)
+            used += len(line) + 1
+        return Brief("\n".join(lines), tuple(ids), used, budget_chars)
+
+    def audit(
+        self, memory_id: str | None = None, *, start: int = 0, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """A memory's audit trail, or the owner's ledger events from ``start`` (no content)."""
+        self.grant.require(READ, "read the audit trail")
+        if memory_id is not None:
+            return [item.to_json() for item in self._visible(memory_id).audit]
+        check.whole_number(start, 0, 10**9, "start")
+        check.whole_number(limit, 1, 1000, "limit")
+        out: list[dict[str, Any]] = []
+        for record in self._memory.log(self.owner, start=start):
+            event = record.decode()
+            out.append(
+                {
+                    "seq": record.seq,
+                    "at": record.entry.ts,
+                    "event": event.event if event else "entry",
+                    "memory": event.memory if event else None,
+                    "actor": event.actor if event else None,
+                    "on_behalf_of": event.on_behalf_of if event else None,
+                    "channel": record.entry.source,
+                    "hash": record.entry.hash,
+                }
+            )
+            if len(out) >= limit:
+                break
+        return out
+
+    def verify(self) -> OwnerReport:
+        """The owner's chain and projection status."""
+        self.grant.require(READ, "verify the ledger")
+        return self._memory.verify(self.owner)[0]
+
+    def export(self, fmt: str) -> tuple[bytes, int]:
+        """The owner's ledger (personaxis) or memories (hux); the export is audited in the
+        ledger (an ``export`` event naming the caller) before the bytes are returned."""
+        from troth.service.portability import export_audited
+
+        self.grant.require(EXPORT, "export the ledger")
+        result = export_audited(self._memory, fmt, owner=self.owner, actor=self.grant.principal)
+        return result.data, result.items
+
+    # -- writes -----------------------------------------------------------------------
+
+    def handle_checkpoint(self, raw: bytes) -> bytes:
+        """Answer a UAIX checkpoint request envelope for the owner, as the caller."""
+        self.grant.require(WRITE, "send session checkpoints")
+        return self._memory.handle_checkpoint(
+            raw,
+            caller=self.grant.principal,
+            owner=self.owner,
+            include_sensitive=self.grant.sees_sensitive,
+        )
+
+    def write(self, text: str, *, channel: str | None = None, **details: Any) -> WriteResult:
+        """Remember ``text`` in the owner's ledger through the caller's own channel."""
+        self.grant.require(WRITE, "write memories")
+        return self._memory.remember(
+            text,
+            owner=self.owner,
+            actor=self.grant.principal,
+            channel=self.grant.channel(channel),
+            on_behalf_of=self.grant.on_behalf_of,
+            **details,
+        )
+
+    def forget(self, memory_id: str, *, reason: str | None = None) -> MemoryRecord:
+        """Forget one of the owner's memories at once (a tombstone)."""
+        self.grant.require(WRITE, "forget memories")
+        self._visible(memory_id)
+        return self._guard(
+            memory_id,
+            lambda: self._memory.forget(
+                memory_id,
+                actor=self.grant.principal,
+                owner=self.owner,
+                reason=reason or f"forgotten at the request of {self.grant.principal}",
+            ),
+        )
+
+    def approve(self, memory_id: str, *, note: str | None = None) -> MemoryRecord:
+        """A person approves a proposal in their ledger."""
+        self.grant.require_review("approve a proposed memory")
+        self._visible(memory_id)
+        return self._guard(
+            memory_id,
+            lambda: self._memory.approve(
+                memory_id, actor=self.grant.principal, owner=self.owner, note=note
+            ),
+        )
+
+    def reject(self, memory_id: str, *, note: str | None = None) -> MemoryRecord:
+        """A person rejects a proposal in their ledger."""
+        self.grant.require_review("reject a proposed memory")
+        self._visible(memory_id)
+        return self._guard(
+            memory_id,
+            lambda: self._memory.reject(
+                memory_id, actor=self.grant.principal, owner=self.owner, note=note
+            ),
+        )
+
+    def edit(self, memory_id: str, text: str, *, reason: str | None = None) -> WriteResult:
+        """A person supersedes a memory (a proposal: edit then approve) with new text."""
+        self.grant.require_review("edit a memory")
+        self._visible(memory_id)
+        details = {} if reason is None else {"reason": reason}
+        return self._guard(
+            memory_id,
+            lambda: self._memory.edit(
+                memory_id, text, actor=self.grant.principal, owner=self.owner, **details
+            ),
+        )
+
+    def redact(self, memory_id: str, *, reason: str) -> MemoryRecord:
+        """A person erases a memory's text for good; the chain still verifies."""
+        self.grant.require_review("redact a memory")
+        self._visible(memory_id)
+        return self._guard(
+            memory_id,
+            lambda: self._memory.redact(
+                memory_id, reason=reason, actor=self.grant.principal, owner=self.owner
+            ),
+        )
+
+    @staticmethod
+    def _guard(memory_id: str, action: Callable[[], T]) -> T:
+        """Run a write; a memory that vanished in between is "not found" like any other."""
+        try:
+            return action()
+        except NotFoundError:
+            raise not_found(memory_id) from None

@@ -1,0 +1,269 @@
+"""The ``Store`` protocol every backend implements, and the value objects it speaks.
+
+A store keeps, per owner, the ledger (personaxis entries with their metadata), the
+projection (each memory's current state), and the indexes derived from it (full text,
+vectors). It holds no domain rules: the service decides what to append, the core decides
+what the projection is. Writes happen inside :meth:`Store.write`, which serialises appends
+to one owner's chain and rolls everything back if the block raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from troth.core.access import TokenRecord
+from troth.core.chain import Entry
+from troth.core.checkpoints import StoredReply as StoredReply
+from troth.core.errors import StaleTipError
+from troth.core.events import Record
+from troth.core.records import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Tip:
+    """An owner's chain length and head hash (``""`` for an empty chain)."""
+
+    length: int
+    head: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFilter:
+    """Which memories a listing or a search considers; None means any."""
+
+    statuses: tuple[str, ...] | None = None
+    retrievable_only: bool = False
+    kinds: tuple[str, ...] | None = None
+    scope: str | None = None
+    partition: str | None = None
+    tags: tuple[str, ...] = ()
+    include_sensitive: bool = True
+    limit: int | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRow:
+    """What ranking and the recall filters read of one memory, without decoding all of it.
+
+    ``text`` is the indexed text (title and content); ``speaker`` is ``extra["x_speaker"]``.
+    """
+
+    memory_id: str
+    text: str
+    created_at: str
+    updated_at: str
+    seq: int
+    recorded_at: str | None = None
+    session: str | None = None
+    speaker: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    lifecycle: str = "active"
+    valid_from: str | None = None
+    valid_until: str | None = None
+    expires: str | None = None
+    ttl_policy: str = "never"
+    ttl_expires_at: str | None = None
+    ttl_decay_days: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One candidate from an index: the memory's id, its rank (1-based) and raw score."""
+
+    memory_id: str
+    rank: int
+    score: float
+
+
+def stale_tip(owner: str) -> StaleTipError:
+    """The error a store raises when a write's expected tip is not the chain's."""
+    return StaleTipError(
+        f"the ledger of {owner} moved since it was last read; nothing was written", owner=owner
+    )
+
+
+class Transaction(Protocol):
+    """What the service may do while it holds an owner's chain."""
+
+    @property
+    def owner(self) -> str:
+        """The owner whose chain is held."""
+        ...
+
+    def tip(self) -> Tip:
+        """The chain's length and head, as of inside the lock."""
+        ...
+
+    def records(self, start: int = 0) -> Iterator[Record]:
+        """Stored rows from ``start`` (0-based sequence number) on."""
+        ...
+
+    def get(self, memory_id: str) -> Memory | None:
+        """The projected memory, if it belongs to this owner."""
+        ...
+
+    def append(self, entry: Entry, meta: str | None, texts: Mapping[str, str]) -> int:
+        """Add a row at the end of the chain; returns its sequence number."""
+        ...
+
+    def put(
+        self, memory: Memory, embedding: Sequence[float] | None = None, *, new: bool = False
+    ) -> None:
+        """Insert or replace a memory in the projection and its indexes.
+
+        ``embedding`` replaces the memory's vector. Without one the stored vector is kept
+        while the memory stays active and retrievable; otherwise it is deleted (a memory
+        that leaves retrieval, or whose text is erased, leaves no vector behind).
+        ``new``: the caller minted this id for a memory it creates and did not look it up;
+        a stored memory with the same id fails the write instead of being replaced.
+        """
+        ...
+
+    def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
+        """The sanctioned rewrite of a row: its redacted entry and erased texts."""
+        ...
+
+    def rewrite(self, seq: int, entry: Entry) -> None:
+        """Replace a row's entry (re-anchoring a legacy chain); moves the head with the last row."""
+        ...
+
+    def find_reply(self, message_id: str) -> StoredReply | None:
+        """The stored first answer to a UAIX ``message_id`` sent for this owner, if any."""
+        ...
+
+    def save_reply(self, reply: StoredReply) -> None:
+        """Keep the first answer to a UAIX message (``reply.owner`` is this owner)."""
+        ...
+
+    def drop_replies(self, containing: bytes) -> int:
+        """Erase this owner's stored replies whose bytes contain ``containing``; how many.
+
+        Part of erasure: an answer that quoted an erased text must not outlive it.
+        """
+        ...
+
+
+class Store(Protocol):
+    """A troth storage backend."""
+
+    def write(self, owner: str, expect: Tip | None = None) -> AbstractContextManager[Transaction]:
+        """Hold ``owner``'s chain for appending; commits on success, rolls back on error.
+
+        ``expect`` is the tip the caller last saw. The transaction then starts from it
+        without asking the database; if the chain is elsewhere when a read or the commit
+        needs it, :class:`StaleTipError` is raised and nothing is written. A write that
+        reads nothing and makes one entry creating one memory (a ``remember``) can so
+        commit in a single round trip on a server backend.
+        """
+        ...
+
+    def owners(self) -> list[str]:
+        """Every owner that has a chain."""
+        ...
+
+    def tip(self, owner: str) -> Tip:
+        """An owner's chain length and head."""
+        ...
+
+    def records(self, owner: str, start: int = 0) -> Iterator[Record]:
+        """An owner's stored rows in chain order."""
+        ...
+
+    def get(self, owner: str, memory_id: str) -> Memory | None:
+        """One projected memory of one owner."""
+        ...
+
+    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """Projected memories of one owner by id, in one query (missing ids are left out)."""
+        ...
+
+    def locate(self, memory_id: str) -> str | None:
+        """The owner of a memory id, if any owner has it."""
+        ...
+
+    def memories(self, owner: str, query: MemoryFilter) -> list[Memory]:
+        """Projected memories of one owner, newest first."""
+        ...
+
+    def count(self, owner: str, query: MemoryFilter) -> int:
+        """How many memories a filter matches."""
+        ...
+
+    def projection(self, owner: str) -> dict[str, Memory]:
+        """The whole stored projection of one owner."""
+        ...
+
+    def replace_projection(self, owner: str, memories: Mapping[str, Memory]) -> None:
+        """Replace the stored projection and indexes of one owner (``rebuild``)."""
+        ...
+
+    def lexical(self, owner: str, match: str, limit: int, query: MemoryFilter) -> list[Hit]:
+        """Full-text candidates for an FTS match expression, best first."""
+        ...
+
+    def vector(
+        self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Nearest retrievable memories by cosine similarity (score), best first."""
+        ...
+
+    def vector_model(self) -> tuple[str, int] | None:
+        """The embedding model (name, dimension) the stored vectors were made with."""
+        ...
+
+    def set_vector_model(self, name: str, dimension: int) -> None:
+        """Record a new embedding model; every stored vector is dropped (reindex after)."""
+        ...
+
+    def vector_ids(self, owner: str) -> set[str]:
+        """The ids of one owner's memories that have a stored vector."""
+        ...
+
+    def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
+        """The ranking fields of these memories of one owner (missing ids are left out)."""
+        ...
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A span in which a large load may defer index upkeep to one build at its end.
+
+        Everything stays correct inside it; only searches may be slower until it ends.
+        """
+        ...
+
+    def compact(self) -> None:
+        """Make erased bytes unreachable in every file the store keeps (WAL, free pages)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+@runtime_checkable
+class TokenStore(Protocol):
+    """Bearer-token records (hashes only; see ``core.access``) — every backend keeps them.
+
+    Kept apart from :class:`Store` so a backend can be adopted before it stores tokens;
+    ``service.tokens.token_store`` says so clearly when it does not.
+    """
+
+    def put_token(self, record: TokenRecord) -> None:
+        """Keep a new token record (its id is new; the secret itself is never stored)."""
+        ...
+
+    def token(self, token_id: str) -> TokenRecord | None:
+        """One token record by id, revoked or not."""
+        ...
+
+    def tokens(self, principal: str | None = None) -> list[TokenRecord]:
+        """Token records, oldest first, optionally of one principal only."""
+        ...
+
+    def revoke_token(self, token_id: str, at: str) -> bool:
+        """Mark a token revoked at ``at``; False when no unrevoked token has that id."""
+        ...

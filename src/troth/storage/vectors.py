@@ -1,0 +1,238 @@
+"""An in-process copy of each owner's vectors, for exact cosine search with numpy.
+
+sqlite-vec's ``vec0`` is the vector index of the SQLite store: it holds every vector,
+partitioned by owner, and its rows go with the memories (erasure deletes them). Its KNN is
+an exact scan in C; on the 2-core machine of docs/benchmarks.md it reads 100k vectors of
+128 dimensions in ~50 ms. A float32 matrix product in numpy does the same in ~5 ms, so
+the store keeps owners' vectors in memory, within :attr:`VectorCache.max_bytes` for all
+owners together (the least recently searched owner's copy is dropped first), and scans
+them with numpy. An owner too large for the budget alone is searched by vec0.
+
+The copy is never trusted blindly: every owner has a generation counter in the database
+that moves in the same transaction as any change of its vectors. A copy whose generation
+differs from the database's is rebuilt; this process's own writes are applied to it in
+place (so a remember between two recalls costs no reload).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from troth.core.errors import InvalidInputError
+
+__all__ = ["CachedVectors", "VectorCache", "as_vector"]
+
+Vector = npt.NDArray[np.float32]
+
+
+def as_vector(embedding: Sequence[float] | Vector, dimension: int) -> Vector:
+    """A float32 vector of unit length (a zero vector stays zero), checked for dimension."""
+    vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
+    if vector.shape[0] != dimension:
+        raise InvalidInputError(
+            f"an embedding of {vector.shape[0]} dimensions was given, the store holds"
+            f" {dimension}; run `troth reindex` after changing the model",
+            dimension=vector.shape[0],
+        )
+    norm = float(np.linalg.norm(vector))
+    if norm > 0 and abs(norm - 1.0) > 1e-4:
+        vector = (vector / norm).astype(np.float32)
+    return vector
+
+
+@dataclass(slots=True)
+class CachedVectors:
+    """One owner's vectors: rows of a growable matrix, with their rids."""
+
+    generation: int
+    dimension: int
+    matrix: Vector
+    rids: npt.NDArray[np.int64]
+    alive: npt.NDArray[np.bool_]
+    size: int = 0
+    position: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        """How many live vectors the copy holds."""
+        return len(self.position)
+
+    def put(self, rid: int, vector: Vector) -> None:
+        """Insert or replace the vector of ``rid``."""
+        at = self.position.get(rid)
+        if at is None:
+            if self.size == self.matrix.shape[0]:
+                grown = max(1024, self.size + self.size // 2)  # 1.5x: big copies stay near size
+                self.matrix = np.resize(self.matrix, (grown, self.dimension))
+                self.rids = np.resize(self.rids, grown)
+                self.alive = np.resize(self.alive, grown)
+            at = self.size
+            self.size += 1
+            self.position[rid] = at
+            self.rids[at] = rid
+        self.matrix[at] = vector
+        self.alive[at] = True
+
+    def delete(self, rid: int) -> None:
+        """Drop the vector of ``rid`` (its row is zeroed and skipped)."""
+        at = self.position.pop(rid, None)
+        if at is not None:
+            self.matrix[at] = 0.0
+            self.alive[at] = False
+
+    def nearest(self, query: Vector, k: int) -> list[tuple[int, float]]:
+        """The ``k`` live rows most similar to ``query``: (rid, cosine), best first."""
+        if not self.position or k < 1:
+            return []
+        scores = self.matrix[: self.size] @ query
+        scores[~self.alive[: self.size]] = -np.inf
+        k = min(k, self.count)
+        top = np.argpartition(-scores, k - 1)[:k] if k < self.size else np.arange(self.size)
+        # Ties break by rid so that results do not depend on insertion order.
+        order = top[np.lexsort((self.rids[top], -scores[top]))]
+        return [(int(self.rids[i]), float(scores[i])) for i in order if self.alive[i]]
+
+
+class VectorCache:
+    """Per-owner :class:`CachedVectors`, checked against the database's generation.
+
+    ``max_bytes`` bounds the matrices of all owners together (1 GiB by default: two
+    million 128-dimension vectors); loading a copy drops the least recently used others
+    until the total fits.
+    """
+
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._owners: OrderedDict[str, CachedVectors] = OrderedDict()
+
+    def wants(self, rows: int, dimension: int) -> bool:
+        """Whether an owner with this many vectors fits the budget on its own."""
+        return rows > 0 and rows * dimension * 4 <= self.max_bytes
+
+    def get(self, owner: str, generation: int) -> CachedVectors | None:
+        """The owner's copy if it is at ``generation``."""
+        with self._lock:
+            cached = self._owners.get(owner)
+            if cached is None or cached.generation != generation:
+                return None
+            self._owners.move_to_end(owner)
+            return cached
+
+    def nearest(
+        self, cached: CachedVectors, query: Vector, k: int
+    ) -> tuple[list[tuple[int, float]], int]:
+        """``cached.nearest`` and its count, read while no write of this process changes it."""
+        with self._lock:
+            return cached.nearest(query, k), cached.count
+
+    def load(
+        self, owner: str, generation: int, rows: Sequence[tuple[Any, bytes]], dimension: int
+    ) -> CachedVectors:
+        """Build the owner's copy from (rid, float32 bytes) rows."""
+        count = len(rows)
+        vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return self.load_arrays(
+            owner,
+            generation,
+            np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=count),
+            vectors.reshape(count, dimension),
+        )
+
+    def load_arrays(
+        self, owner: str, generation: int, rids: npt.NDArray[np.int64], vectors: Vector
+    ) -> CachedVectors:
+        """Build the owner's copy from its rids and their vectors (one row each)."""
+        count, dimension = vectors.shape
+        matrix = np.zeros((max(count, 1), dimension), dtype=np.float32)
+        matrix[:count] = vectors
+        rids = np.concatenate([rids.astype(np.int64), np.zeros(1 if count == 0 else 0, np.int64)])
+        cached = CachedVectors(
+            generation=generation,
+            dimension=int(dimension),
+            matrix=matrix,
+            rids=rids,
+            alive=np.ones(max(count, 1), dtype=np.bool_) if count else np.zeros(1, np.bool_),
+            size=count,
+            position=dict(zip(rids[:count].tolist(), range(count), strict=True)),
+        )
+        with self._lock:
+            self._owners[owner] = cached
+            self._owners.move_to_end(owner)
+            self._fit(keep=owner)
+        return cached
+
+    def _fit(self, keep: str) -> None:
+        # Oldest first; the copy just loaded or grown stays (``wants`` admitted it alone).
+        total = sum(c.matrix.nbytes for c in self._owners.values())
+        for name in list(self._owners):
+            if total <= self.max_bytes:
+                break
+            if name != keep:
+                total -= self._owners.pop(name).matrix.nbytes
+
+    def apply(self, owner: str, generation: int, changes: Sequence[tuple[int, Any]]) -> None:
+        """Apply this process's committed changes, if the copy was at the generation before."""
+        with self._lock:
+            cached = self._owners.get(owner)
+            if cached is None:
+                return
+            if cached.generation != generation - 1:
+                del self._owners[owner]
+                return
+            for rid, vector in changes:
+                if vector is None:
+                    cached.delete(rid)
+                else:
+                    cached.put(rid, vector)
+            cached.generation = generation
+            if not self.wants(cached.count, cached.dimension):
+                del self._owners[owner]
+            else:
+                self._fit(keep=owner)
+
+    def forget(self, owner: str) -> None:
+        """Drop one owner's copy."""
+        with self._lock:
+            self._owners.pop(owner, None)
+
+    def clear(self) -> None:
+        """Drop every copy."""
+        with self._lock:
+            self._owners.clear()
+
+
+def live_count(validities: Sequence[bytes], sizes: Sequence[int]) -> int:
+    """How many slots are live in vec0 chunks, from their validity bitmaps."""
+    return sum(
+        int(np.unpackbits(np.frombuffer(v, dtype=np.uint8), bitorder="little")[:n].sum())
+        for v, n in zip(validities, sizes, strict=True)
+    )
+
+
+def unpack_chunks(
+    chunks: Sequence[tuple[int, bytes, bytes, bytes]], dimension: int
+) -> tuple[npt.NDArray[np.int64], Vector]:
+    """The live (rids, vectors) of sqlite-vec chunks given as (size, validity, rowids, vectors).
+
+    A vec0 table keeps its vectors in chunks of ``size`` slots: a validity bitmap (bit i of
+    byte i // 8, least significant first), the slots' rowids as int64 and their vectors as
+    float32, back to back. Reading a chunk at a time is ~20x faster than a row at a time.
+    """
+    rids: list[npt.NDArray[np.int64]] = []
+    vectors: list[Vector] = []
+    for size, validity, rowids, data in chunks:
+        live = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size]
+        mask = live.astype(np.bool_)
+        rids.append(np.frombuffer(rowids, dtype=np.int64)[:size][mask])
+        vectors.append(np.frombuffer(data, dtype=np.float32).reshape(-1, dimension)[:size][mask])
+    if not rids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dimension), dtype=np.float32)
+    return np.concatenate(rids), np.concatenate(vectors)
