@@ -12,8 +12,7 @@ from troth.core.errors import (
     StorageError,
     TrothError,
 )
-from troth.core.records import Memory as MemoryRecord
-from troth.core.records import Scope
+from troth.core.records import MemoryRecord, Scope
 from troth.service.memory import Draft, Memory, WriteResult
 from troth.service.recall import Query, RecallHit
 

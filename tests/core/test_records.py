@@ -13,7 +13,7 @@ from troth.core.errors import InvalidInputError
 from troth.core.events import Record, canonical
 from troth.core.records import (
     AuditItem,
-    Memory,
+    MemoryRecord,
     Relation,
     Scope,
     check_principal,
@@ -33,7 +33,7 @@ def test_a_scope_id_with_a_trailing_newline_is_refused() -> None:
 
 
 def test_to_dict_is_plain_json_and_the_inverse_of_memory_from_dict() -> None:
-    memory = Memory(
+    memory = MemoryRecord(
         id="m1",
         owner="human:alice",
         content="tea",
@@ -74,6 +74,6 @@ def test_a_projection_from_metadata_with_a_null_field_still_serialises() -> None
         {"v": 1, "event": "propose", "memory": "m1", "actor": "human:alice",
          "fields": {"approval_mode": "automatic", "status": "active", "extra": None}}
     )  # fmt: skip
-    memories: dict[str, Memory] = {}
+    memories: dict[str, MemoryRecord] = {}
     lifecycle.apply(memories, Record(0, entry, meta, {"reason": "r"}), "human:alice")
     assert memories["m1"].to_dict()["extra"] is None

@@ -19,7 +19,7 @@ from troth.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, v
 from troth.core.checkpoints import StoredReply
 from troth.core.errors import InvalidInputError, StaleTipError, StorageError
 from troth.core.events import Record, verify_records
-from troth.core.records import Memory as MemoryRecord
+from troth.core.records import MemoryRecord
 from troth.embedding import HashingEmbedder
 from troth.service.memory import Memory
 from troth.service.recall import fts_match

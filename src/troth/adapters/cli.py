@@ -34,8 +34,7 @@ from troth.adapters.exchange import checkpoint, export_command, import_command, 
 from troth.config import Settings
 from troth.core.errors import TrothError
 from troth.core.ranking import ADDITIVE_ADJUSTMENTS
-from troth.core.records import CHANNELS, KINDS, STATUSES, TOPICS
-from troth.core.records import Memory as MemoryRecord
+from troth.core.records import CHANNELS, KINDS, STATUSES, TOPICS, MemoryRecord
 from troth.service.memory import MemoryFilter
 from troth.service.recall import Query
 

@@ -34,8 +34,7 @@ from troth.core.errors import (
     StorageError,
     TrothError,
 )
-from troth.core.records import Channel, Kind, Status, Topic
-from troth.core.records import Memory as MemoryRecord
+from troth.core.records import Channel, Kind, MemoryRecord, Status, Topic
 from troth.service.memory import Memory
 from troth.service.scoped import ScopedMemory
 from troth.service.tokens import Tokens

@@ -25,8 +25,7 @@ from pydantic import BaseModel, Field
 
 from troth.core.access import Grant
 from troth.core.errors import AuthenticationError, TrothError
-from troth.core.records import Kind, Status, Topic
-from troth.core.records import Memory as MemoryRecord
+from troth.core.records import Kind, MemoryRecord, Status, Topic
 from troth.service.memory import Memory
 from troth.service.scoped import ScopedMemory
 

@@ -28,7 +28,7 @@ from troth.core.records import (
     SYSTEM_PRINCIPAL,
     TTL,
     AuditItem,
-    Memory,
+    MemoryRecord,
     Relation,
     Scope,
 )
@@ -47,7 +47,7 @@ ALLOWED_FROM: Mapping[str, tuple[str, ...]] = {
 }
 
 
-def check_transition(memory: Memory, event: str) -> None:
+def check_transition(memory: MemoryRecord, event: str) -> None:
     """Raise a ConflictError saying why ``event`` cannot apply to ``memory`` now."""
     allowed = ALLOWED_FROM.get(event)
     if allowed is None:
@@ -65,7 +65,7 @@ def check_transition(memory: Memory, event: str) -> None:
         raise ConflictError(f"memory {memory.id} is already redacted", id=memory.id)
 
 
-def _created(event: Event, entry: Entry, seq: int, owner: str) -> Memory:
+def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
     """A memory as a propose, edit or no_store event creates it."""
     f = event.fields
     status = f.get("status", "proposed")
@@ -78,7 +78,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> Memory:
     # in the chain sets the memory's own ``redacted`` flag.
     content = "" if status == "no_store" or entry.redacted else entry.content
     redacted = False
-    return Memory(
+    return MemoryRecord(
         id=event.memory,
         owner=owner,
         content=content,
@@ -124,7 +124,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> Memory:
     )
 
 
-def _step(memory: Memory, entry: Entry, event: Event, **changes: Any) -> Memory:
+def _step(memory: MemoryRecord, entry: Entry, event: Event, **changes: Any) -> MemoryRecord:
     """One transition: new audit item(s), a new revision, the entry's time."""
     return replace(
         memory,
@@ -134,11 +134,11 @@ def _step(memory: Memory, entry: Entry, event: Event, **changes: Any) -> Memory:
     )
 
 
-def _audit(memory: Memory, *items: AuditItem) -> tuple[AuditItem, ...]:
+def _audit(memory: MemoryRecord, *items: AuditItem) -> tuple[AuditItem, ...]:
     return (*memory.audit, *items)
 
 
-def apply(memories: dict[str, Memory], record: Record, owner: str) -> None:
+def apply(memories: dict[str, MemoryRecord], record: Record, owner: str) -> None:
     """Apply one ledger row to the projection in place (the heart of the fold)."""
     entry = record.entry
     event = record.decode()
@@ -215,7 +215,7 @@ def apply(memories: dict[str, Memory], record: Record, owner: str) -> None:
 
 
 def _supersede(
-    memories: dict[str, Memory], old_id: str, new: Memory, entry: Entry, event: Event
+    memories: dict[str, MemoryRecord], old_id: str, new: MemoryRecord, entry: Entry, event: Event
 ) -> None:
     """The old memory of an edit leaves retrieval, if it is still proposed or active."""
     old = memories.get(old_id)
@@ -243,7 +243,7 @@ _ACTION = {
 }
 
 
-def _get(memories: Mapping[str, Memory], memory_id: str) -> Memory:
+def _get(memories: Mapping[str, MemoryRecord], memory_id: str) -> MemoryRecord:
     try:
         return memories[memory_id]
     except KeyError:
@@ -253,13 +253,13 @@ def _get(memories: Mapping[str, Memory], memory_id: str) -> Memory:
 def foreign_id(entry_hash: str, owner: str) -> str:
     """The memory id given to a plain personaxis entry (one not written by troth).
 
-    Memory ids are unique across owners, and two people may restore the same log, so the
+    MemoryRecord ids are unique across owners, and two people may restore the same log, so the
     id derives from the owner and the entry's hash together.
     """
     return FOREIGN_PREFIX + sha256_hex(f"{owner}\n{entry_hash}")[:24]
 
 
-def _apply_foreign(memories: dict[str, Memory], record: Record, owner: str) -> None:
+def _apply_foreign(memories: dict[str, MemoryRecord], record: Record, owner: str) -> None:
     """Plain personaxis entries: each live entry is an active memory; tombstones forget."""
     entry = record.entry
     if entry.is_tombstone:
@@ -284,7 +284,7 @@ def _apply_foreign(memories: dict[str, Memory], record: Record, owner: str) -> N
         )
         return
     memory_id = foreign_id(entry.hash, owner)
-    memories[memory_id] = Memory(
+    memories[memory_id] = MemoryRecord(
         id=memory_id,
         owner=owner,
         content="" if entry.redacted else entry.content,
@@ -307,9 +307,9 @@ def _apply_foreign(memories: dict[str, Memory], record: Record, owner: str) -> N
     )
 
 
-def fold(records: Iterable[Record], owner: str) -> dict[str, Memory]:
+def fold(records: Iterable[Record], owner: str) -> dict[str, MemoryRecord]:
     """The projection of a whole chain: every memory's current state."""
-    memories: dict[str, Memory] = {}
+    memories: dict[str, MemoryRecord] = {}
     for record in records:
         apply(memories, record, owner)
     return memories

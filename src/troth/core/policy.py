@@ -17,7 +17,7 @@ from troth.core.records import (
     APPROVAL_MODES,
     CHANNELS,
     TOPICS,
-    Memory,
+    MemoryRecord,
     check_choice,
     principal_kind,
 )
@@ -234,7 +234,7 @@ class Policy:
         sensitivity = "sensitive" if topic in self.sensitive_topics else "normal"
         return Decision(mode=mode, sensitivity=sensitivity, topic=topic, flagged=flagged, why=why)
 
-    def justify(self, action: str, memories: Sequence[Memory]) -> Justification:
+    def justify(self, action: str, memories: Sequence[MemoryRecord]) -> Justification:
         """May these memories justify a sensitive action? The weakest channel decides."""
         if action not in self.actions:
             raise InvalidInputError(

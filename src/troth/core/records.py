@@ -208,7 +208,7 @@ class AuditItem:
 
 
 @dataclass(frozen=True, slots=True)
-class Memory:
+class MemoryRecord:
     """The current state of one remembered item: a projection of its owner's ledger."""
 
     id: str
@@ -282,13 +282,13 @@ def _json_value(name: str, value: Any) -> Any:
     return value
 
 
-_MEMORY_FIELDS: Final = tuple(f.name for f in fields(Memory))
+_MEMORY_FIELDS: Final = tuple(f.name for f in fields(MemoryRecord))
 _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 _read_fields: Final = operator.attrgetter(*_MEMORY_FIELDS)
 
 
-def memory_from_dict(data: Mapping[str, Any]) -> Memory:
-    """Inverse of :meth:`Memory.to_dict`."""
+def memory_from_dict(data: Mapping[str, Any]) -> MemoryRecord:
+    """Inverse of :meth:`MemoryRecord.to_dict`."""
     values = dict(data)
     values["scope"] = Scope(**values["scope"])
     values["ttl"] = TTL(**values["ttl"])
@@ -296,4 +296,4 @@ def memory_from_dict(data: Mapping[str, Any]) -> Memory:
     values["relations"] = tuple(Relation(**r) for r in values["relations"])
     values["tags"] = tuple(values["tags"])
     values["derived_from"] = tuple(values["derived_from"])
-    return Memory(**values)
+    return MemoryRecord(**values)

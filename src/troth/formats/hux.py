@@ -17,7 +17,7 @@ from referencing import Registry, Resource
 
 from troth.core.chain import INJECTION_TAG
 from troth.core.errors import FormatError
-from troth.core.records import Memory
+from troth.core.records import MemoryRecord
 from troth.formats import foreign
 from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
 
@@ -44,7 +44,7 @@ def validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(_load("hux.memory.schema.json"), registry=registry)
 
 
-def to_record(memory: Memory) -> dict[str, Any]:
+def to_record(memory: MemoryRecord) -> dict[str, Any]:
     """The HUX view of a memory."""
     source: dict[str, Any] = {"channel": memory.channel, "principal": memory.actor}
     if memory.on_behalf_of:
@@ -112,7 +112,7 @@ def validate(record: Any, *, where: str = "record") -> None:
         raise FormatError(f"{where}: {location}: {error.message}", path=location)
 
 
-def encode(memories: Iterable[Memory], *, lines: bool = False) -> bytes:
+def encode(memories: Iterable[MemoryRecord], *, lines: bool = False) -> bytes:
     """HUX records as a JSON array, or as JSON Lines with ``lines=True``."""
     records = [to_record(m) for m in memories]
     for record in records:

@@ -3,7 +3,7 @@
 A page is ``---\\n<frontmatter>---\\n<body>\\n``. Every key of the 0.3 page schema maps to a
 memory field (docs/formats.md has the table); what HUX knows and PCP does not (kind, topic,
 scope, ttl, channel, reason) travels in the implementation key ``x_troth``. A restored
-page keeps its server-stamped keys as they were (``Memory.stamps``) until the memory changes.
+page keeps its server-stamped keys as they were (``MemoryRecord.stamps``) until the memory changes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from troth.core.records import (
     PATH_PATTERN,
     PRINCIPAL_PATTERN,
     SYSTEM_PRINCIPAL,
-    Memory,
+    MemoryRecord,
 )
 from troth.formats import yaml12
 from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
@@ -148,7 +148,7 @@ def decode_page(data: bytes, *, where: str) -> Page:
 # -- memory → page ---------------------------------------------------------------------------
 
 
-def default_path(memory: Memory) -> str:
+def default_path(memory: MemoryRecord) -> str:
     """Where a memory without a path lives in an archive: ``<kind>/<id>``."""
     return f"{memory.kind}/{memory.id}"
 
@@ -210,7 +210,7 @@ class View:
     unchanged: bool
 
 
-def view(memory: Memory) -> View:
+def view(memory: MemoryRecord) -> View:
     """The stamped state: a restored memory shows its source's values until it changes."""
     stamps = memory.stamps
     own = [item.to_json() for item in memory.audit]
@@ -230,7 +230,7 @@ def view(memory: Memory) -> View:
     )
 
 
-def _review(memory: Memory, seen: View) -> dict[str, Any] | None:
+def _review(memory: MemoryRecord, seen: View) -> dict[str, Any] | None:
     if seen.unchanged and seen.review is not None:
         return _ordered_review(seen.review)
     if seen.unchanged and memory.stamps.get("base") is not None and seen.review is None:
@@ -249,7 +249,7 @@ def _review(memory: Memory, seen: View) -> dict[str, Any] | None:
     return {"state": "approved", "generated": generated, "verified": approvals}
 
 
-def _source(memory: Memory, seen: View) -> dict[str, Any]:
+def _source(memory: MemoryRecord, seen: View) -> dict[str, Any]:
     if seen.source is not None:
         return ordered(seen.source, SOURCE_ORDER)
     source: dict[str, Any] = {
@@ -265,7 +265,7 @@ def _source(memory: Memory, seen: View) -> dict[str, Any]:
     return source
 
 
-def memory_to_page(memory: Memory) -> Page:
+def memory_to_page(memory: MemoryRecord) -> Page:
     """The page of a live memory (proposed, active or rejected, not redacted)."""
     seen = view(memory)
     fm: dict[str, Any] = {"title": memory.title or derive_title(memory.content)}

@@ -41,8 +41,7 @@ from troth.core.errors import (
 )
 from troth.core.events import Event, Record, canonical, check_head, event_tags, verify_records
 from troth.core.policy import Policy
-from troth.core.records import Memory as MemoryRecord
-from troth.core.records import check_principal, principal_kind
+from troth.core.records import MemoryRecord, check_principal, principal_kind
 from troth.service import validation as check
 from troth.service.recall import memory_text
 from troth.storage.base import Store, Tip, Transaction

@@ -10,8 +10,7 @@ from collections.abc import Callable, Mapping
 
 from troth.core import lifecycle
 from troth.core.errors import PolicyDeniedError
-from troth.core.records import Memory as MemoryRecord
-from troth.core.records import principal_kind
+from troth.core.records import MemoryRecord, principal_kind
 from troth.service import validation as check
 from troth.service.base import MemoryBase
 

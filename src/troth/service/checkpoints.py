@@ -36,8 +36,7 @@ from troth.core.checkpoints import (
 )
 from troth.core.errors import ConflictError, InvalidInputError
 from troth.core.events import EVENT_TAG, MEMORY_TAG, Event, Record, canonical_bytes
-from troth.core.records import Memory as MemoryRecord
-from troth.core.records import check_principal, principal_kind
+from troth.core.records import MemoryRecord, check_principal, principal_kind
 from troth.formats.uaix import handle_request
 from troth.storage.base import MemoryFilter, Transaction
 

@@ -14,8 +14,7 @@ from typing import Any
 
 from troth.core.events import Event
 from troth.core.policy import Decision
-from troth.core.records import KINDS
-from troth.core.records import Memory as MemoryRecord
+from troth.core.records import KINDS, MemoryRecord
 from troth.service import validation as check
 
 

@@ -21,8 +21,7 @@ from troth.core.errors import (
     PolicyDeniedError,
 )
 from troth.core.events import Record, check_head, meta_problem, verify_records
-from troth.core.records import Memory as MemoryRecord
-from troth.core.records import check_principal, principal_kind
+from troth.core.records import MemoryRecord, check_principal, principal_kind
 from troth.service.base import MemoryBase
 from troth.service.recall import memory_text
 from troth.storage.base import MemoryFilter, Tip

@@ -37,8 +37,7 @@ from troth.core.errors import (
     PolicyDeniedError,
 )
 from troth.core.events import Event
-from troth.core.records import Memory as MemoryRecord
-from troth.core.records import check_principal
+from troth.core.records import MemoryRecord, check_principal
 from troth.formats import archive, pcp, personaxis, registry
 from troth.formats.registry import Item, Refusal
 from troth.service.drafts import CreationPlan, Draft

@@ -8,7 +8,7 @@ from typing import Any
 from troth.core.errors import ConflictError, InvalidInputError
 from troth.core.events import Record
 from troth.core.policy import Justification
-from troth.core.records import Memory as MemoryRecord
+from troth.core.records import MemoryRecord
 from troth.service import validation as check
 from troth.service.base import MemoryBase, parse_time
 from troth.service.recall import Query, RecallHit

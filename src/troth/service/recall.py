@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from troth.core.query import analyze_query, candidate_limits, fts5_match_expression
 from troth.core.ranking import Candidate, rank
-from troth.core.records import Memory
+from troth.core.records import MemoryRecord
 from troth.storage.base import MemoryFilter, RecallRow
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Query:
 class RecallHit:
     """One recalled memory, its score and why it ranked where it did."""
 
-    memory: Memory
+    memory: MemoryRecord
     score: float
     why: dict[str, Any] = field(default_factory=dict)
 
@@ -82,7 +82,7 @@ def fts_match(text: str) -> str | None:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
 
 
-def memory_text(memory: Memory) -> str:
+def memory_text(memory: MemoryRecord) -> str:
     """The text a memory is indexed and embedded by: its title and content."""
     return " ".join(part for part in (memory.title, memory.content) if part)
 
@@ -132,7 +132,7 @@ _LEAVES = frozenset(
 )
 
 
-def was_retrievable_at(memory: Memory, moment: datetime) -> bool:
+def was_retrievable_at(memory: MemoryRecord, moment: datetime) -> bool:
     """Whether a memory's audit trail says it was active and retrievable at ``moment``.
 
     Created by then (an automatic write is active at once; a proposal from its approval),
@@ -204,7 +204,7 @@ def recall(
         if stale and not query.include_stale:
             continue
         kept.append((row, scores, stale))
-    held: dict[str, Memory] = {}
+    held: dict[str, MemoryRecord] = {}
     if query.as_of is not None:  # which of them were retrievable then: their audit trails
         moment = _parse(query.as_of)
         held = store.get_many(owner, [row.memory_id for row, _, _ in kept])

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from troth.core.chain import format_ts
-from troth.core.records import SYSTEM_PRINCIPAL
-from troth.core.records import Memory as MemoryRecord
+from troth.core.records import SYSTEM_PRINCIPAL, MemoryRecord
 from troth.service.base import MemoryBase, parse_time
 from troth.storage.base import MemoryFilter
 

@@ -16,8 +16,7 @@ from typing import Any, TypeVar
 
 from troth.core.access import EXPORT, READ, WRITE, Grant
 from troth.core.errors import NotFoundError
-from troth.core.records import KINDS, STATUSES
-from troth.core.records import Memory as MemoryRecord
+from troth.core.records import KINDS, STATUSES, MemoryRecord
 from troth.service import validation as check
 from troth.service.memory import Memory, OwnerReport, WriteResult
 from troth.service.recall import Query, RecallHit

@@ -19,7 +19,7 @@ from troth.core.chain import Entry
 from troth.core.checkpoints import StoredReply as StoredReply
 from troth.core.errors import StaleTipError
 from troth.core.events import Record
-from troth.core.records import Memory
+from troth.core.records import MemoryRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ class Transaction(Protocol):
         """Stored rows from ``start`` (0-based sequence number) on."""
         ...
 
-    def get(self, memory_id: str) -> Memory | None:
+    def get(self, memory_id: str) -> MemoryRecord | None:
         """The projected memory, if it belongs to this owner."""
         ...
 
@@ -112,7 +112,7 @@ class Transaction(Protocol):
         ...
 
     def put(
-        self, memory: Memory, embedding: Sequence[float] | None = None, *, new: bool = False
+        self, memory: MemoryRecord, embedding: Sequence[float] | None = None, *, new: bool = False
     ) -> None:
         """Insert or replace a memory in the projection and its indexes.
 
@@ -174,11 +174,11 @@ class Store(Protocol):
         """An owner's stored rows in chain order."""
         ...
 
-    def get(self, owner: str, memory_id: str) -> Memory | None:
+    def get(self, owner: str, memory_id: str) -> MemoryRecord | None:
         """One projected memory of one owner."""
         ...
 
-    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Projected memories of one owner by id, in one query (missing ids are left out)."""
         ...
 
@@ -186,7 +186,7 @@ class Store(Protocol):
         """The owner of a memory id, if any owner has it."""
         ...
 
-    def memories(self, owner: str, query: MemoryFilter) -> list[Memory]:
+    def memories(self, owner: str, query: MemoryFilter) -> list[MemoryRecord]:
         """Projected memories of one owner, newest first."""
         ...
 
@@ -194,11 +194,11 @@ class Store(Protocol):
         """How many memories a filter matches."""
         ...
 
-    def projection(self, owner: str) -> dict[str, Memory]:
+    def projection(self, owner: str) -> dict[str, MemoryRecord]:
         """The whole stored projection of one owner."""
         ...
 
-    def replace_projection(self, owner: str, memories: Mapping[str, Memory]) -> None:
+    def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
         """Replace the stored projection and indexes of one owner (``rebuild``)."""
         ...
 

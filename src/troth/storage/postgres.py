@@ -32,7 +32,7 @@ from troth.core.chain import Entry, sha256_hex
 from troth.core.checkpoints import StoredReply
 from troth.core.errors import InvalidInputError, StorageError
 from troth.core.events import Record
-from troth.core.records import Memory
+from troth.core.records import MemoryRecord
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from troth.storage.rows import (
     TOKEN_COLUMNS,
@@ -160,7 +160,7 @@ _APPEND_EXPECTED = (
 )
 
 
-def _memory_row(memory: Memory, embedding: Sequence[float] | None) -> dict[str, Any]:
+def _memory_row(memory: MemoryRecord, embedding: Sequence[float] | None) -> dict[str, Any]:
     """The parameters of ``_INSERT_MEMORY`` and ``_UPSERT_MEMORY`` for one memory."""
     body = fts_body(memory)
     live = memory.searchable
@@ -301,7 +301,7 @@ class _Transaction:
         self.flush()
         return self._store._records(self._db, self._owner, start)
 
-    def get(self, memory_id: str) -> Memory | None:
+    def get(self, memory_id: str) -> MemoryRecord | None:
         doc = self._pending.get(memory_id)
         if doc is not None:
             return memory_from_doc(doc)
@@ -330,7 +330,7 @@ class _Transaction:
         return seq
 
     def put(
-        self, memory: Memory, embedding: Sequence[float] | None = None, *, new: bool = False
+        self, memory: MemoryRecord, embedding: Sequence[float] | None = None, *, new: bool = False
     ) -> None:
         if memory.owner != self._owner:
             raise InvalidInputError(
@@ -681,7 +681,7 @@ class PostgresStore:
         if tx is not None and tx.erased and self.compact_after_erase:
             self.compact()
 
-    def replace_projection(self, owner: str, memories: Mapping[str, Memory]) -> None:
+    def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
         """Replace one owner's projection and indexes with recomputed ones."""
         db = self._connection()
         rows = [_memory_row(m, None) for m in sorted(memories.values(), key=lambda m: m.seq)]
@@ -716,7 +716,7 @@ class PostgresStore:
             )
             yield Record(int(row[0]), entry, row[9], json.loads(row[10]) if row[10] else {})
 
-    def _get(self, db: psycopg.Connection[Any], owner: str, memory_id: str) -> Memory | None:
+    def _get(self, db: psycopg.Connection[Any], owner: str, memory_id: str) -> MemoryRecord | None:
         row = db.execute(
             "SELECT doc FROM memories WHERE owner = %s AND id = %s", (owner, memory_id)
         ).fetchone()
@@ -737,11 +737,11 @@ class PostgresStore:
         )
         return [str(r[0]) for r in rows]
 
-    def get(self, owner: str, memory_id: str) -> Memory | None:
+    def get(self, owner: str, memory_id: str) -> MemoryRecord | None:
         """One projected memory."""
         return self._get(self._connection(), owner, memory_id)
 
-    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Projected memories by id, in one query (missing ids are left out)."""
         rows = (
             self._connection()
@@ -791,7 +791,7 @@ class PostgresStore:
             params.append(list(query.tags))
         return sql.SQL(" AND ").join(clauses), params
 
-    def memories(self, owner: str, query: MemoryFilter) -> list[Memory]:
+    def memories(self, owner: str, query: MemoryFilter) -> list[MemoryRecord]:
         """Projected memories of one owner, newest first."""
         where, params = self._where(owner, query)
         statement = sql.SQL(
@@ -813,7 +813,7 @@ class PostgresStore:
         )
         return int(row[0]) if row else 0
 
-    def projection(self, owner: str) -> dict[str, Memory]:
+    def projection(self, owner: str) -> dict[str, MemoryRecord]:
         """The stored projection of one owner."""
         rows = self._connection().execute("SELECT doc FROM memories WHERE owner = %s", (owner,))
         memories = (memory_from_doc(r[0]) for r in rows)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from troth.core.access import TokenRecord
-from troth.core.records import Memory, memory_from_dict
+from troth.core.records import MemoryRecord, memory_from_dict
 from troth.storage.base import RecallRow
 
 TOKEN_COLUMNS = (
@@ -24,17 +24,17 @@ stored_json = json.JSONEncoder(ensure_ascii=False).encode
 """``json.dumps(value, ensure_ascii=False)``: a ledger row's ``tags`` and ``texts``."""
 
 
-def memory_doc(memory: Memory) -> str:
+def memory_doc(memory: MemoryRecord) -> str:
     """The stored JSON document of a memory (compact, UTF-8 as is)."""
     return _DOC_ENCODER.encode(memory.to_dict())
 
 
-def memory_from_doc(doc: str) -> Memory:
+def memory_from_doc(doc: str) -> MemoryRecord:
     """The memory a stored document (:func:`memory_doc`) holds."""
     return memory_from_dict(json.loads(doc))
 
 
-def fts_body(memory: Memory) -> str:
+def fts_body(memory: MemoryRecord) -> str:
     """The text the full-text index holds for a memory: title, content and tags."""
     return " ".join(part for part in (memory.title, memory.content, " ".join(memory.tags)) if part)
 

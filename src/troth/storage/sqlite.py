@@ -22,7 +22,7 @@ from troth.core.chain import Entry
 from troth.core.checkpoints import StoredReply
 from troth.core.errors import IntegrityError, StorageError
 from troth.core.events import Record
-from troth.core.records import Memory
+from troth.core.records import MemoryRecord
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from troth.storage.rows import (
     TOKEN_COLUMNS,
@@ -156,7 +156,7 @@ class _Transaction:
     def records(self, start: int = 0) -> Iterator[Record]:
         return self._store._records(self._db, self._owner, start)
 
-    def get(self, memory_id: str) -> Memory | None:
+    def get(self, memory_id: str) -> MemoryRecord | None:
         return self._store._get(self._db, self._owner, memory_id)
 
     def append(self, entry: Entry, meta: str | None, texts: Mapping[str, str]) -> int:
@@ -187,7 +187,7 @@ class _Transaction:
         return tip.length
 
     def put(
-        self, memory: Memory, embedding: Sequence[float] | None = None, *, new: bool = False
+        self, memory: MemoryRecord, embedding: Sequence[float] | None = None, *, new: bool = False
     ) -> None:
         self._store._put(self._db, memory, embedding, self.vector_changes, new=new)
 
@@ -402,7 +402,7 @@ class SQLiteStore:
             )
             yield Record(row[0], entry, row[9], _decode(row[10])[0] if row[10] else {})
 
-    def _get(self, db: Any, owner: str, memory_id: str) -> Memory | None:
+    def _get(self, db: Any, owner: str, memory_id: str) -> MemoryRecord | None:
         row = db.execute(
             "SELECT doc FROM memories WHERE owner = ? AND id = ?", (owner, memory_id)
         ).fetchone()
@@ -411,7 +411,7 @@ class SQLiteStore:
     def _put(
         self,
         db: Any,
-        memory: Memory,
+        memory: MemoryRecord,
         embedding: Sequence[float] | None = None,
         changes: list[tuple[int, Any]] | None = None,
         *,
@@ -487,11 +487,11 @@ class SQLiteStore:
         """Every owner with a chain."""
         return [r[0] for r in self._connection().execute("SELECT owner FROM heads ORDER BY owner")]
 
-    def get(self, owner: str, memory_id: str) -> Memory | None:
+    def get(self, owner: str, memory_id: str) -> MemoryRecord | None:
         """One projected memory."""
         return self._get(self._connection(), owner, memory_id)
 
-    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Projected memories by id, in one query (missing ids are left out)."""
         rows = (
             self._connection()
@@ -541,7 +541,7 @@ class SQLiteStore:
             params.append(tag)
         return " AND ".join(clauses), params
 
-    def memories(self, owner: str, query: MemoryFilter) -> list[Memory]:
+    def memories(self, owner: str, query: MemoryFilter) -> list[MemoryRecord]:
         """Projected memories of one owner, newest first."""
         where, params = self._where(owner, query)
         sql = f"SELECT doc FROM memories WHERE {where} ORDER BY seq DESC"
@@ -557,7 +557,7 @@ class SQLiteStore:
         row = self._connection().execute(f"SELECT count(*) FROM memories WHERE {where}", params)
         return int(row.fetchone()[0])
 
-    def projection(self, owner: str) -> dict[str, Memory]:
+    def projection(self, owner: str) -> dict[str, MemoryRecord]:
         """The stored projection of one owner.
 
         Filters read the indexed columns and reads the document; a column that disagrees
@@ -569,7 +569,7 @@ class SQLiteStore:
             " seq, updated_at FROM memories WHERE owner = ?",
             (owner,),
         )
-        out: dict[str, Memory] = {}
+        out: dict[str, MemoryRecord] = {}
         for row in rows:
             memory = memory_from_doc(row[0])
             columns = {
@@ -597,7 +597,7 @@ class SQLiteStore:
             out[row[1]] = memory
         return out
 
-    def replace_projection(self, owner: str, memories: Mapping[str, Memory]) -> None:
+    def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
         """Replace one owner's projection and full-text rows with recomputed ones."""
         db = self._connection()
         with self._immediate(db):
