@@ -46,6 +46,16 @@ def vector_facade(
     )
 
 
+@pytest.fixture(autouse=True)
+def sealing_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's signing key and witness in its own folder, never the user's real ones."""
+    config = tmp_path / "config"
+    monkeypatch.setenv("TROTH_SIGNING_KEY", str(config / "signing.key"))
+    monkeypatch.setenv("TROTH_WITNESS", str(config / "witness"))
+    monkeypatch.delenv("TROTH_LEDGER", raising=False)
+    return config
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"

@@ -6,6 +6,8 @@
 - ``TROTH_POLICY`` — a TOML file overriding parts of the default policy (default:
   ``policy.toml`` in the home directory, when present).
 - ``TROTH_DATABASE_URL`` — ``postgresql://…`` selects the PostgreSQL backend.
+- ``TROTH_SIGNING_KEY``, ``TROTH_WITNESS``, ``TROTH_LEDGER`` — signed checkpoints: see
+  :class:`SealingSettings`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
@@ -27,6 +29,9 @@ from troth.core.policy import Policy
 from troth.core.records import check_principal
 from troth.service.memory import Clock, Memory, utc_now
 from troth.storage.base import Store
+
+if TYPE_CHECKING:
+    from troth.service.sealing import Sealer
 
 DATABASE_NAME = "troth.db"
 
@@ -164,3 +169,71 @@ def memory_over(store: Store, like: Memory) -> Memory:
         clock=like._clock,
         embedder=like.embedder,
     )
+
+
+# -- sealing: the signing key, the witnesses, the ledger's name (docs/ledger.md §12) --------
+
+SIGNING_KEY_NAME = "signing.key"
+WITNESS_DIR_NAME = "witness"
+
+
+def ledger_location(settings: Settings) -> str:
+    """What identifies the store: the SQLite file's absolute path, or PostgreSQL's
+    ``postgresql://host:port/dbname`` without credentials or options."""
+    if settings.database_url:
+        import urllib.parse
+
+        url = urllib.parse.urlsplit(settings.database_url)
+        host = url.hostname or "localhost"
+        port = f":{url.port}" if url.port else ""
+        return f"postgresql://{host}{port}{url.path or '/'}"
+    return str((settings.home / DATABASE_NAME).expanduser().resolve())
+
+
+@dataclass(frozen=True, slots=True)
+class SealingSettings:
+    """Where the signing key and the witness live, and the name checkpoints give the ledger.
+
+    - ``TROTH_SIGNING_KEY`` — the key file (default ``signing.key`` in the user
+      configuration directory, apart from the data directory);
+    - ``TROTH_WITNESS`` — the witness folder (default ``witness`` in the user configuration
+      directory); ``off`` for none;
+    - ``TROTH_LEDGER`` — the ledger's name, the prefix of each owner's checkpoint origin
+      (default ``troth.local/`` + 16 hex digits of the SHA-256 of the store's location, so
+      a data directory restored in place keeps its name and meets its witness).
+    """
+
+    key_path: Path
+    witness: Path | None
+    ledger: str
+
+    @classmethod
+    def load(cls, settings: Settings, environ: Mapping[str, str] | None = None) -> SealingSettings:
+        """From the environment, then the defaults."""
+        import hashlib
+
+        env = os.environ if environ is None else environ
+        config_dir = Path(platformdirs.user_config_dir("troth"))
+        key = Path(env.get("TROTH_SIGNING_KEY") or config_dir / SIGNING_KEY_NAME).expanduser()
+        named = env.get("TROTH_WITNESS") or str(config_dir / WITNESS_DIR_NAME)
+        witness = None if named.strip().lower() == "off" else Path(named).expanduser()
+        digest = hashlib.sha256(ledger_location(settings).encode("utf-8")).hexdigest()[:16]
+        ledger = env.get("TROTH_LEDGER") or f"troth.local/{digest}"
+        if not re.fullmatch(r"[!-*,-~]+", ledger) or ledger.endswith("/"):
+            raise InvalidInputError(
+                f"TROTH_LEDGER {ledger!r} cannot name checkpoints; use printable ASCII without"
+                " spaces or '+', not ending in '/' (for example memory.example.com/alice)",
+                field="TROTH_LEDGER",
+            )
+        return cls(key_path=key, witness=witness, ledger=ledger)
+
+
+def build_sealer(memory: Memory, settings: Settings) -> Sealer:
+    """The sealer over a facade's store, with the configured key, witness and ledger name."""
+    from troth.service.keys import KeyStore
+    from troth.service.sealing import Sealer
+    from troth.service.witness import DirectoryWitness
+
+    sealing = SealingSettings.load(settings)
+    witnesses = [] if sealing.witness is None else [DirectoryWitness(sealing.witness)]
+    return Sealer(memory.store, KeyStore(sealing.key_path), sealing.ledger, witnesses)

@@ -31,6 +31,7 @@ from troth.adapters.console import (
     with_json,
 )
 from troth.adapters.exchange import checkpoint, export_command, import_command, migrate
+from troth.adapters.sealing_commands import hold_against_witnesses, prove, render_holdings, seal
 from troth.config import Settings
 from troth.core.errors import TrothError
 from troth.core.ranking import ADDITIVE_ADJUSTMENTS
@@ -146,6 +147,8 @@ for _command in (
     export_command,
     import_command,
     checkpoint,
+    seal,
+    prove,
 ):
     cli.add_command(_command)
 
@@ -406,11 +409,13 @@ def redact(
 @json_option
 @click.pass_obj
 def verify(obj: Context, owner: str | None, as_json: bool) -> None:
-    """Verify every chain and compare each projection with the ledger."""
+    """Verify every chain, compare each projection with the ledger, and hold the store
+    against the newest checkpoints its witness holds."""
     ctx = with_json(obj, as_json)
     with handled(ctx):
         reports = ctx.memory.verify(owner)
-        ok = all(r.ok for r in reports)
+        held = hold_against_witnesses(ctx, owner)
+        ok = all(r.ok for r in reports) and all(h.ok for h in held)
 
         def human() -> None:
             for r in reports:
@@ -428,10 +433,12 @@ def verify(obj: Context, owner: str | None, as_json: bool) -> None:
                     out_console.print(
                         f"[red]projection differs[/]  {r.owner}: {r.mismatch}", highlight=False
                     )
-            if not reports:
+            render_holdings(held)
+            if not reports and not held:
                 out_console.print("no ledgers yet")
 
-        emit(ctx, {"ok": ok, "owners": [r.to_dict() for r in reports]}, human)
+        owners = [r.to_dict() for r in reports]
+        emit(ctx, {"ok": ok, "owners": owners, "witnessed": [h.to_dict() for h in held]}, human)
         if not ok:
             sys.exit(EXIT_NOT_FOUND)
 

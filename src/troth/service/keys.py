@@ -1,0 +1,110 @@
+"""The signing key: one Ed25519 key in a file of its own, never in the database.
+
+The file holds one line, the key in the reference's signer-key encoding
+(``PRIVATE+KEY+<name>+<hex id>+<base64>``, see :mod:`troth.formats.note`), readable by its
+owner only (mode 0600). It lives in the user's configuration directory, apart from the
+data directory, so that a copy of the data directory (a backup, a shared volume) carries no
+key, and a restored data directory cannot carry an older one back; an operator can name
+another path (``TROTH_SIGNING_KEY``), e.g. a file a KMS or an HSM agent mounts.
+
+Beside it, ``trusted.keys`` may list more verifier keys, one a line (``#`` starts a
+comment): the keys of earlier checkpoints after a rotation (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from troth.core.errors import FormatError, InvalidInputError
+from troth.formats.note import Signer, Verifier
+
+__all__ = ["TRUSTED_KEYS", "KeyStore"]
+
+TRUSTED_KEYS = "trusted.keys"
+
+
+def default_key_name(seed: bytes) -> str:
+    """``troth.local/key/<8 hex digits>`` from the public key: unique, and says nothing else."""
+    public = Signer("troth.local/key", seed).verifier.public_key
+    return f"troth.local/key/{hashlib.sha256(public).hexdigest()[:8]}"
+
+
+class KeyStore:
+    """The signing key file and the verifier keys trusted beside it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @property
+    def trusted_path(self) -> Path:
+        """The file of further trusted verifier keys."""
+        return self.path.parent / TRUSTED_KEYS
+
+    def signer(self, *, create: bool = True, name: str | None = None) -> Signer | None:
+        """The signing key; made on first use when ``create`` (None when absent otherwise)."""
+        if not self.path.exists():
+            return self._create(name) if create else None
+        mode = stat.S_IMODE(self.path.stat().st_mode)
+        if mode & 0o077:
+            raise InvalidInputError(
+                f"the signing key {self.path} can be read by others (mode {mode:04o});"
+                f" run: chmod 600 {self.path}",
+                path=str(self.path),
+            )
+        try:
+            return Signer.from_key(self.path.read_text(encoding="utf-8"))
+        except (FormatError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(
+                f"the signing key {self.path} is not a signer key"
+                " (PRIVATE+KEY+<name>+<id>+<key>); restore it from its backup, or move it"
+                " aside to make a new one (earlier checkpoints then need its verifier key"
+                f" in {self.trusted_path})",
+                path=str(self.path),
+            ) from exc
+
+    def verifier_keys(self) -> list[Verifier]:
+        """The keys whose checkpoints this installation trusts: its own, then trusted.keys."""
+        out: list[Verifier] = []
+        own = self.signer(create=False)
+        if own is not None:
+            out.append(own.verifier)
+        if self.trusted_path.exists():
+            lines = self.trusted_path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines, start=1):
+                text = line.split("#", 1)[0].strip()
+                if not text:
+                    continue
+                try:
+                    out.append(Verifier.from_key(text))
+                except FormatError as exc:
+                    raise InvalidInputError(
+                        f"{self.trusted_path} line {number}: {exc.message}",
+                        path=str(self.trusted_path),
+                    ) from exc
+        return out
+
+    def _create(self, name: str | None) -> Signer:
+        seed = secrets.token_bytes(32)
+        signer = Signer(name or default_key_name(seed), seed)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(signer.to_key() + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            # A hard link appears whole or not at all, and fails if the key exists: two
+            # processes making the key at once both keep the first one's.
+            os.link(temporary, self.path)
+        except FileExistsError:
+            made = self.signer(create=False)
+            assert made is not None  # it exists: another process has just made it
+            return made
+        finally:
+            temporary.unlink(missing_ok=True)
+        return signer
