@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run demo test lint typecheck pytest browser bench lock clean
+.PHONY: setup run demo test lint typecheck pytest browser goverifiers bench lock clean
 
 setup: $(STAMP)
 
@@ -30,12 +30,17 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy src
 
-pytest: setup browser
+pytest: setup browser goverifiers
 	$(BIN)/pytest -q
 
 # The browser test drives Debian's chromium (installed once, as root or with sudo).
 browser:
 	scripts/install-chromium.sh
+
+# The reference checkers of signed checkpoints and proofs (Go's sumdb/note and sumdb/tlog,
+# from Debian; installed once, as root or with sudo).
+goverifiers:
+	scripts/install-go-verifiers.sh
 
 bench: setup
 	$(BIN)/python -m bench
