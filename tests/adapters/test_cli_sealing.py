@@ -12,8 +12,11 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from troth.adapters.cli import cli
+from troth.config import load_policy
 from troth.core import merkle
 from troth.formats import note, tlog
+from troth.service.memory import Memory
+from troth.storage.sqlite import SQLiteStore
 
 ALICE, BOB = "human:alice", "human:bob"
 
@@ -138,8 +141,10 @@ def test_a_rewritten_or_emptied_store_is_refused_by_verify(home: Path) -> None:
     assert emptied.exit_code == 1
     [held] = json.loads(emptied.output)["witnessed"]
     assert (held["state"], held["size"], held["witnessed_size"]) == ("rolled_back", 0, 2)
-    for text in ("other one", "other two", "other three"):
-        remember(home, text)
+    # Someone writes another history into the empty store behind the program's back.
+    with Memory(SQLiteStore(home / "troth.db"), policy=load_policy(None), principal=ALICE) as m:
+        for text in ("other one", "other two", "other three"):
+            m.remember(text)
     rewritten = invoke(home, "verify")
     assert rewritten.exit_code == 1
     assert "no longer hash to the root the witness" in said(rewritten)
@@ -164,3 +169,25 @@ def test_without_a_witness_seal_still_signs(home: Path, monkeypatch: Any) -> Non
     [item] = sealed(home)
     assert item["witnessed_at"] == []
     assert invoke(home, "--json", "verify").exit_code == 0
+
+
+def test_every_cli_write_is_sealed_and_a_restored_home_takes_no_write(
+    home: Path, tmp_path: Path, sealing_config: Path
+) -> None:
+    for text in ("one", "two", "three"):
+        remember(home, f"memory {text}")
+    witnessed = list((sealing_config / "witness").iterdir())
+    assert len(witnessed) == 1
+    assert "\n3\n" in witnessed[0].read_text()
+    backup = tmp_path / "backup"
+    shutil.copytree(home, backup)
+    remember(home, "memory four")
+    shutil.rmtree(home)
+    shutil.copytree(backup, home)
+    assert invoke(home, "verify").exit_code == 1
+    refused = invoke(home, "remember", "memory five")
+    assert refused.exit_code == 1
+    assert "holds 3 entries, but the witness" in said(refused)
+    assert "signed checkpoint of 4" in said(refused)
+    listed = json.loads(invoke(home, "--json", "list").output)
+    assert len(listed["memories"]) == 3

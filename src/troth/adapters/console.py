@@ -19,7 +19,7 @@ from rich.console import Console
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-from troth.config import Settings, build_memory
+from troth.config import Settings, build_memory, build_sealer
 from troth.core.errors import (
     AuthenticationError,
     ConflictError,
@@ -31,6 +31,7 @@ from troth.core.errors import (
     TrothError,
 )
 from troth.service.memory import Memory
+from troth.service.sealing import Sealer
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -57,6 +58,8 @@ class Context:
         self.as_json = as_json
         self._memory: Memory | None = None
         self._swept = False
+        self._sealer: Sealer | None = None
+        self._lengths: dict[str, int] = {}
 
     @property
     def memory(self) -> Memory:
@@ -73,12 +76,29 @@ class Context:
         """
         memory = self.memory
         if not self._swept:
+            # A store behind its witnessed checkpoint takes no write; what the command
+            # appends is sealed and witnessed when it ends (docs/ledger.md, section 12).
+            sealer = build_sealer(memory, self.settings)
+            self._lengths = sealer.guard()
+            self._sealer = sealer
             memory.sweep()
             self._swept = True
         return memory
 
     def close(self) -> None:
-        if self._memory is not None:
+        if self._memory is None:
+            return
+        try:
+            if self._sealer is not None:
+                self._sealer.seal_moved(self._lengths)
+        except TrothError as error:
+            err_console.print(
+                "[yellow]warning:[/] the write is kept, but no checkpoint of it was signed:"
+                f" {error.message}",
+                highlight=False,
+            )
+        finally:
+            self._sealer = None
             self._memory.close()
 
 

@@ -197,6 +197,25 @@ class Sealer:
                 out.append(self._hold_one(whose, origin, witness, data, verifiers))
         return out
 
+    def guard(self) -> dict[str, int]:
+        """Refuse a store behind or beside its witnessed checkpoints; else each owner's length.
+
+        What a writer calls before it writes: the first finding is an :class:`IntegrityError`
+        carrying its sentence. The lengths let :meth:`seal_moved` seal what the write changed.
+        """
+        for held in self.hold():
+            if not held.ok:
+                raise IntegrityError(held.message, owner=held.owner, state=held.state)
+        return {owner: self.store.tip(owner).length for owner in self.store.owners()}
+
+    def seal_moved(self, before: dict[str, int]) -> list[Seal]:
+        """Seal (and witness) each owner whose chain grew since ``before``; none without a
+        witness, where a signature alone would guard nothing."""
+        if not self.witnesses:
+            return []
+        moved = [o for o in self.store.owners() if self.store.tip(o).length != before.get(o)]
+        return [self._seal_tree(o, self.tree(o)) for o in moved]
+
     # -- helpers --------------------------------------------------------------------------
 
     def _signer(self) -> note.Signer:
