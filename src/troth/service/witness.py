@@ -13,10 +13,12 @@ the signed note itself, replaced atomically.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from troth.formats import note, tlog
 __all__ = ["DirectoryWitness", "Witnessed"]
 
 SUFFIX = ".checkpoint"
+LOCK_NAME = ".lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,14 +93,27 @@ class DirectoryWitness:
         """
         new = open_checkpoint(signed, verifiers)
         origin = new.checkpoint.origin
-        held_bytes = self.latest(origin)
-        if held_bytes is not None:
-            held = open_checkpoint(held_bytes, verifiers).checkpoint
-            self._check_extends(held, new.checkpoint, consistency)
-            if held == new.checkpoint:
-                return Witnessed(str(self.file_for(origin)), held, held_bytes, new.signed_by)
-        self._write(self.file_for(origin), signed)
+        with self._locked():
+            held_bytes = self.latest(origin)
+            if held_bytes is not None:
+                held = open_checkpoint(held_bytes, verifiers).checkpoint
+                self._check_extends(held, new.checkpoint, consistency)
+                if held == new.checkpoint:
+                    return Witnessed(str(self.file_for(origin)), held, held_bytes, new.signed_by)
+            self._write(self.file_for(origin), signed)
         return Witnessed(str(self.file_for(origin)), new.checkpoint, signed, new.signed_by)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the folder's lock: two processes sealing at once must not let the older
+        checkpoint land last (each checks against what the other wrote)."""
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.path / LOCK_NAME, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _check_extends(
         self, held: tlog.Checkpoint, new: tlog.Checkpoint, proof: Sequence[bytes] | None
@@ -126,7 +142,6 @@ class DirectoryWitness:
 
     def _write(self, target: Path, data: bytes) -> None:
         """Replace the file atomically: the old note or the new one, never half of one."""
-        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
         temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}")
         with open(temporary, "wb") as handle:
             handle.write(data)
