@@ -153,6 +153,15 @@ def _well_formed(hashes: Sequence[bytes]) -> bool:
     return all(isinstance(h, bytes) and len(h) == HASH_SIZE for h in hashes)
 
 
+def _climb(fn: int, sn: int) -> tuple[int, int]:
+    """RFC 9162's step after a left sibling: while ``fn`` is even and not 0, shift both right
+    (up past the levels where the node was a right-edge node with no sibling)."""
+    while not fn & 1 and fn != 0:
+        fn >>= 1
+        sn >>= 1
+    return fn, sn
+
+
 def verify_inclusion(
     leaf: bytes, index: int, size: int, proof: Sequence[bytes], root: bytes
 ) -> bool:
@@ -165,10 +174,7 @@ def verify_inclusion(
             return False
         if fn & 1 or fn == sn:
             r = node_hash(p, r)
-            if not fn & 1:
-                while not fn & 1 and fn != 0:
-                    fn >>= 1
-                    sn >>= 1
+            fn, sn = _climb(fn, sn)
         else:
             r = node_hash(r, p)
         fn >>= 1
@@ -206,10 +212,7 @@ def verify_consistency(
         if fn & 1 or fn == sn:
             fr = node_hash(c, fr)
             sr = node_hash(c, sr)
-            if not fn & 1:
-                while not fn & 1 and fn != 0:
-                    fn >>= 1
-                    sn >>= 1
+            fn, sn = _climb(fn, sn)
         else:
             sr = node_hash(sr, c)
         fn >>= 1

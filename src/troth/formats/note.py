@@ -122,13 +122,7 @@ class Verifier:
                 field="verifier_key",
             )
         name, hex_id, b64 = parts
-        raw = _b64(b64, "verifier key")
-        if len(raw) != 33 or raw[0] != ED25519:
-            raise FormatError(
-                "the verifier key is not an Ed25519 key (type 0x01 and 32 bytes)",
-                field="verifier_key",
-            )
-        verifier = cls(name, raw[1:])
+        verifier = cls(name, _ed25519(b64, "verifier key"))
         if verifier.key_id != int(hex_id, 16):
             raise FormatError(
                 f"the verifier key's id {hex_id} does not match its name and key"
@@ -184,13 +178,7 @@ class Signer:
                 "a signer key reads PRIVATE+KEY+<name>+<8 hex digits>+<base64 key>",
                 field="signer_key",
             )
-        raw = _b64(parts[4], "signer key")
-        if len(raw) != 33 or raw[0] != ED25519:
-            raise FormatError(
-                "the signer key is not an Ed25519 key (type 0x01 and a 32-byte seed)",
-                field="signer_key",
-            )
-        signer = cls(parts[2], raw[1:])
+        signer = cls(parts[2], _ed25519(parts[4], "signer key"))
         if signer.key_id != int(parts[3], 16):
             raise FormatError(
                 f"the signer key's id {parts[3]} does not match its name and key",
@@ -213,6 +201,17 @@ def _b64(value: str, what: str) -> bytes:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise FormatError(f"the {what} is not valid base64", field=what) from exc
+
+
+def _ed25519(value: str, what: str) -> bytes:
+    """The 32 key bytes of ``base64(0x01 || key)``."""
+    raw = _b64(value, what)
+    if len(raw) != 33 or raw[0] != ED25519:
+        raise FormatError(
+            f"the {what} is not an Ed25519 key (type 0x01 and 32 bytes)",
+            field=what.replace(" ", "_"),
+        )
+    return raw[1:]
 
 
 def _check_text(text: str) -> None:
