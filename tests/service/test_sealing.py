@@ -141,3 +141,46 @@ def test_the_ledger_name_follows_the_store_and_may_be_named(tmp_path: Path) -> N
     assert SealingSettings.load(settings, {"TROTH_WITNESS": "off"}).witness is None
     with pytest.raises(InvalidInputError, match="TROTH_LEDGER"):
         SealingSettings.load(settings, {"TROTH_LEDGER": "a+b"})
+
+
+def behind_the_programs_back(
+    backend: str, home: Path, request: pytest.FixtureRequest, *statements: str
+) -> None:
+    """Run SQL on the raw store, as someone who can write the database would."""
+    if backend == "sqlite":
+        with sqlite3.connect(home / "troth.db") as db:
+            for statement in statements:
+                db.execute(statement)
+        return
+    import psycopg
+
+    with psycopg.connect(request.getfixturevalue("pg_url"), autocommit=True) as db:
+        for statement in statements:
+            db.execute(statement)
+
+
+def test_a_cut_tail_with_its_head_rewritten_passes_the_chain_but_not_the_witness(
+    any_memory: Memory, backend: str, home: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    witness = DirectoryWitness(tmp_path / "witness")
+    sealer = Sealer(
+        any_memory.store, KeyStore(tmp_path / "k" / "signing.key"), "t.test/1", [witness]
+    )
+    for text in ("one", "two", "three"):
+        any_memory.remember(f"memory {text}")
+    sealer.seal()
+    second = [r.entry.hash for r in any_memory.store.records(ALICE)][1]
+    behind_the_programs_back(
+        backend,
+        home,
+        request,
+        "DELETE FROM ledger WHERE seq = 2",
+        f"UPDATE heads SET length = 2, head = '{second}'",
+    )
+    # The chain and its recorded head agree again: only the witness knows better.
+    [report] = any_memory.verify()
+    assert report.chain.ok
+    [held] = sealer.hold()
+    assert (held.state, held.size, held.witnessed_size) == ("rolled_back", 2, 3)
+    with pytest.raises(IntegrityError, match="holds 2 entries, but the witness"):
+        sealer.guard()
