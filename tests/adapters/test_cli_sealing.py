@@ -191,3 +191,17 @@ def test_every_cli_write_is_sealed_and_a_restored_home_takes_no_write(
     assert "signed checkpoint of 4" in said(refused)
     listed = json.loads(invoke(home, "--json", "list").output)
     assert len(listed["memories"]) == 3
+
+
+def test_a_witness_that_cannot_be_written_keeps_the_write_and_warns(
+    home: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("TROTH_WITNESS", str(blocker / "witness"))
+    result = invoke(home, "remember", "alice likes green tea")
+    assert result.exit_code == 0, result.output
+    assert "the write is kept, but no checkpoint of it was signed" in said(result)
+    assert "cannot be written" in said(result)
+    listed = json.loads(invoke(home, "--json", "list").output)
+    assert len(listed["memories"]) == 1

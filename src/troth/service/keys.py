@@ -88,6 +88,16 @@ class KeyStore:
         return out
 
     def _create(self, name: str | None) -> Signer:
+        try:
+            return self._write_new(name)
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot make the signing key {self.path} ({exc.strerror or exc}); make its"
+                " folder writable, or name another file with TROTH_SIGNING_KEY",
+                path=str(self.path),
+            ) from exc
+
+    def _write_new(self, name: str | None) -> Signer:
         seed = secrets.token_bytes(32)
         signer = Signer(name or default_key_name(seed), seed)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

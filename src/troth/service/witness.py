@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from troth.core import merkle
-from troth.core.errors import ConflictError, IntegrityError
+from troth.core.errors import ConflictError, IntegrityError, StorageError
 from troth.formats import note, tlog
 
 __all__ = ["DirectoryWitness", "Witnessed"]
@@ -76,8 +76,13 @@ class DirectoryWitness:
         """The newest signed checkpoint held for ``origin``, as its note bytes."""
         try:
             return self.file_for(origin).read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            raise StorageError(
+                f"the witness folder {self.path} cannot be read ({exc.strerror or exc})",
+                path=str(self.path),
+            ) from exc
 
     def submit(
         self,
@@ -92,6 +97,22 @@ class DirectoryWitness:
         equal to the one held is a no-op.
         """
         new = open_checkpoint(signed, verifiers)
+        try:
+            return self._take(new, consistency, verifiers)
+        except OSError as exc:
+            raise StorageError(
+                f"the witness folder {self.path} cannot be written ({exc.strerror or exc});"
+                " make it writable, or name another one with TROTH_WITNESS",
+                path=str(self.path),
+            ) from exc
+
+    def _take(
+        self,
+        new: Witnessed,
+        consistency: Sequence[bytes] | None,
+        verifiers: Sequence[note.Verifier],
+    ) -> Witnessed:
+        signed = new.note
         origin = new.checkpoint.origin
         with self._locked():
             held_bytes = self.latest(origin)
