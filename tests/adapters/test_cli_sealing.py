@@ -205,3 +205,16 @@ def test_a_witness_that_cannot_be_written_keeps_the_write_and_warns(
     assert "cannot be written" in said(result)
     listed = json.loads(invoke(home, "--json", "list").output)
     assert len(listed["memories"]) == 1
+
+
+def test_a_store_behind_its_witness_is_not_served(home: Path, tmp_path: Path) -> None:
+    remember(home, "memory one")
+    backup = tmp_path / "backup"
+    shutil.copytree(home, backup)
+    remember(home, "memory two")
+    shutil.rmtree(home)
+    shutil.copytree(backup, home)
+    for command in (["serve", "--port", "0"], ["mcp"]):
+        refused = invoke(home, *command)
+        assert refused.exit_code == 1, command
+        assert "holds 1 entry, but the witness" in said(refused)

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from troth.adapters.console import Context, handled, with_json
+from troth.config import build_sealer
 from troth.core.access import (
     AGENT_DEFAULT_SCOPES,
     HUMAN_DEFAULT_SCOPES,
@@ -158,6 +159,7 @@ def serve(
 
     with handled(obj) as ctx:
         principal = ctx.settings.principal
+        build_sealer(ctx.memory, ctx.settings).guard()  # no serving a store behind its witness
         server.serve(
             ctx.memory,
             host=host,
@@ -197,6 +199,7 @@ def mcp_command(
         if scopes is None and principal_kind(principal) == "human":
             wanted.append(SENSITIVE_READ)
         grant = check_grant(principal, on_behalf_of, wanted)
+        build_sealer(ctx.memory, ctx.settings).guard()
         server.serve_stdio(
             ctx.memory,
             grant,

@@ -27,7 +27,7 @@ from troth.core.errors import IntegrityError, NotFoundError, TrothError
 from troth.core.events import MEMORY_TAG, check_head, verify_records
 from troth.formats import note, tlog
 from troth.service.keys import KeyStore
-from troth.service.witness import DirectoryWitness, open_checkpoint
+from troth.service.witness import DirectoryWitness, entries, open_checkpoint
 from troth.storage.base import Store
 
 __all__ = ["Holding", "Seal", "Sealer"]
@@ -160,7 +160,7 @@ class Sealer:
             raise NotFoundError(f"no entry of {whose}'s ledger is about {memory_id}")
         tree = self.tree(whose)
         seal = self._seal_tree(whose, tree)
-        entries = {"created": records[0], "latest": records[-1]}
+        ends = {"created": records[0], "latest": records[-1]}
         return {
             "memory": memory_id,
             **seal.to_dict(),
@@ -171,7 +171,7 @@ class Sealer:
                     "leaf_hash": _b64(tree.leaf(r.seq)),
                     "proof": [_b64(h) for h in tree.inclusion(r.seq, seal.checkpoint.size)],
                 }
-                for name, r in entries.items()
+                for name, r in ends.items()
             },
         }
 
@@ -268,11 +268,11 @@ class Sealer:
             return Holding(
                 *base,
                 "rolled_back",
-                f"the ledger of {owner} holds {size} entries, but the witness {where} holds"
+                f"the ledger of {owner} holds {entries(size)}, but the witness {where} holds"
                 f" a signed checkpoint of {witnessed.size}: this store was rolled back (an"
                 " older copy of its data directory or database was restored, or entries were"
                 " cut off). Restore the newest copy of the data, one that holds at least"
-                f" {witnessed.size} entries of {owner}; if those entries are lost for good,"
+                f" {entries(witnessed.size)} of {owner}; if those entries are lost for good,"
                 f" move {where} aside and run `troth seal` to start its checkpoints again",
             )
         tree = merkle.Tree.of_entries(r.entry.hash for r in records[: witnessed.size])
@@ -280,7 +280,7 @@ class Sealer:
             return Holding(
                 *base,
                 "rewritten",
-                f"the first {witnessed.size} entries of the ledger of {owner} no longer hash"
+                f"the first {entries(witnessed.size)} of the ledger of {owner} no longer hash"
                 f" to the root the witness {where} holds: the chain was rewritten after that"
                 " checkpoint was signed. Restore a copy of the data that matches the"
                 " checkpoint (run `troth verify` on it first); do not seal this store again",

@@ -26,7 +26,7 @@ from troth.core import merkle
 from troth.core.errors import ConflictError, IntegrityError, StorageError
 from troth.formats import note, tlog
 
-__all__ = ["DirectoryWitness", "Witnessed"]
+__all__ = ["DirectoryWitness", "Witnessed", "entries", "open_checkpoint"]
 
 SUFFIX = ".checkpoint"
 LOCK_NAME = ".lock"
@@ -40,6 +40,11 @@ class Witnessed:
     checkpoint: tlog.Checkpoint
     note: bytes
     signed_by: tuple[str, ...]
+
+
+def entries(count: int) -> str:
+    """``1 entry``, ``2 entries``: the count as the sentences say it."""
+    return f"{count} entry" if count == 1 else f"{count} entries"
 
 
 def open_checkpoint(data: bytes, verifiers: Sequence[note.Verifier]) -> Witnessed:
@@ -142,7 +147,7 @@ class DirectoryWitness:
         where = self.file_for(held.origin)
         if new.size < held.size:
             raise ConflictError(
-                f"the witness {where} holds a checkpoint of {held.size} entries for"
+                f"the witness {where} holds a checkpoint of {entries(held.size)} for"
                 f" {held.origin}; this one has {new.size}: the ledger is behind its witness"
                 " (rolled back or truncated) and the witness keeps the newer checkpoint",
                 origin=held.origin,
@@ -153,9 +158,9 @@ class DirectoryWitness:
             held.size, new.size, held.root, new.root, proof
         ):
             raise IntegrityError(
-                f"the new checkpoint of {held.origin} ({new.size} entries) does not extend the"
-                f" one the witness {where} holds ({held.size} entries): the ledger's first"
-                f" {held.size} entries were rewritten since that checkpoint was signed",
+                f"the new checkpoint of {held.origin} ({entries(new.size)}) does not extend the"
+                f" one the witness {where} holds ({entries(held.size)}): the ledger's first"
+                f" {entries(held.size)} were rewritten since that checkpoint was signed",
                 origin=held.origin,
                 witnessed=held.size,
                 size=new.size,
