@@ -184,3 +184,21 @@ def test_a_cut_tail_with_its_head_rewritten_passes_the_chain_but_not_the_witness
     assert (held.state, held.size, held.witnessed_size) == ("rolled_back", 2, 3)
     with pytest.raises(IntegrityError, match="holds 2 entries, but the witness"):
         sealer.guard()
+
+
+def test_the_tree_reads_only_new_rows_but_notices_a_changed_last_row(
+    parts: tuple[Memory, Sealer, DirectoryWitness], tmp_path: Path
+) -> None:
+    memory, sealer, _ = parts
+    memory.remember("one")
+    memory.remember("two")
+    assert sealer.tree(ALICE).size == 2
+    memory.remember("three")
+    grown = sealer.tree(ALICE)
+    assert grown.size == 3
+    assert grown.root() == sealer.__class__(memory.store, sealer.keys, "x").tree(ALICE).root()
+    with sqlite3.connect(tmp_path / "home" / "troth.db") as db:
+        db.execute("UPDATE ledger SET hash = ? WHERE seq = 2", ("0" * 64,))
+        db.execute("UPDATE heads SET head = ?", ("0" * 64,))
+    with pytest.raises(IntegrityError, match="entry #2"):
+        sealer.tree(ALICE)

@@ -24,7 +24,7 @@ from typing import Any
 
 from troth.core import merkle
 from troth.core.errors import IntegrityError, NotFoundError, TrothError
-from troth.core.events import MEMORY_TAG, check_head, verify_records
+from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
 from troth.formats import note, tlog
 from troth.service.keys import KeyStore
 from troth.service.witness import DirectoryWitness, entries, open_checkpoint
@@ -104,6 +104,8 @@ class Sealer:
         self.keys = keys
         self.ledger = ledger
         self.witnesses = tuple(witnesses)
+        # Each owner's tree and head as this sealer last verified them.
+        self._known: dict[str, tuple[merkle.Tree, str]] = {}
 
     def origin(self, owner: str) -> str:
         """The checkpoint origin of an owner's log: ``<ledger>/<owner>``."""
@@ -114,18 +116,42 @@ class Sealer:
         return self._signer().verifier.to_key()
 
     def tree(self, owner: str) -> merkle.Tree:
-        """The Merkle tree over an owner's chain, after the chain verifies to its head."""
-        records = list(self.store.records(owner))
+        """The Merkle tree over an owner's chain, after the chain verifies to its head.
+
+        Like the write path's verification (docs/ledger.md, section 10), this is
+        incremental within one sealer: rows it already verified and hashed are not read
+        again, only those appended since, held against the recorded head each time.
+        """
         tip = self.store.tip(owner)
-        result = check_head(verify_records(records), tip.length, tip.head)
+        tree, head = self._known.get(owner, (None, ""))
+        new: list[Record] = []
+        if tree is not None and 0 < tree.size <= tip.length:
+            # The last row verified before must still be there: a rewrite of any earlier
+            # row that still verifies changes it, and so does a cut and a regrowth.
+            new = list(self.store.records(owner, tree.size - 1))
+            if new and new[0].entry.hash == head:
+                new = new[1:]
+            else:
+                tree = None
+        if tree is None or tree.size == 0 or tree.size > tip.length:
+            tree, head = merkle.Tree(), ""
+            new = list(self.store.records(owner))
+        start = tree.size
+        result = check_head(
+            verify_records(new, start_index=start, prev_hash=head), tip.length, tip.head
+        )
         if not result.ok:
+            self._known.pop(owner, None)
             raise IntegrityError(
                 f"the ledger of {owner} does not verify (entry #{result.broken_at}:"
                 f" {result.reason}); it is not signed — run `troth verify` and repair first",
                 owner=owner,
                 broken_at=result.broken_at,
             )
-        return merkle.Tree.of_entries(r.entry.hash for r in records)
+        for record in new:
+            tree.append(merkle.entry_leaf(record.entry.hash))
+        self._known[owner] = (tree, result.head)
+        return tree
 
     def seal(self, owner: str | None = None) -> list[Seal]:
         """Sign each owner's current tree (or one owner's) and hand it to every witness."""
@@ -261,8 +287,13 @@ class Sealer:
                 f" cannot check ({exc.message}); add the verifier key that signed it to"
                 f" {self.keys.trusted_path}, or restore the signing key {self.keys.path}",
             )
-        records = list(self.store.records(owner))
-        size = len(records)
+        try:
+            tree = self.tree(owner)
+        except IntegrityError:
+            # A chain that does not verify is verify's finding; here it is still held
+            # against the witness, as it stands.
+            tree = merkle.Tree.of_entries(r.entry.hash for r in self.store.records(owner))
+        size = tree.size
         base = (owner, origin, where, witnessed.size, size)
         if size < witnessed.size:
             return Holding(
@@ -275,8 +306,7 @@ class Sealer:
                 f" {entries(witnessed.size)} of {owner}; if those entries are lost for good,"
                 f" move {where} aside and run `troth seal` to start its checkpoints again",
             )
-        tree = merkle.Tree.of_entries(r.entry.hash for r in records[: witnessed.size])
-        if tree.root() != witnessed.root:
+        if tree.root(witnessed.size) != witnessed.root:
             return Holding(
                 *base,
                 "rewritten",
