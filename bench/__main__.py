@@ -5,7 +5,14 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["bench.ledger", "bench.locomo", "bench.scale", "bench.portability", "bench.server"]
+BENCHMARKS = [
+    "bench.ledger",
+    "bench.locomo",
+    "bench.scale",
+    "bench.portability",
+    "bench.server",
+    "bench.sealing",
+]
 
 
 def main() -> int:
