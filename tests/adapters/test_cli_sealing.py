@@ -158,9 +158,9 @@ def test_a_key_others_can_read_is_refused(home: Path, sealing_config: Path) -> N
     assert invoke(home, "seal").exit_code == 0
     key = sealing_config / "signing.key"
     key.chmod(0o644)
-    result = invoke(home, "seal")
+    result = invoke(home, "--json", "seal")
     assert result.exit_code == 2
-    assert f"run: chmod 600 {key}" in said(result)
+    assert json.loads(result.output)["message"].endswith(f"(mode 0644); run: chmod 600 {key}")
 
 
 def test_without_a_witness_seal_still_signs(home: Path, monkeypatch: Any) -> None:
