@@ -190,6 +190,9 @@ def import_command(
                 out_console.print(f"  refused {refusal.where}: {refusal.reason}", highlight=False)
 
         emit(ctx, report.to_dict(), human)
+        if report.refused:
+            # Something the person asked to import is not in the ledger: a script must see it.
+            sys.exit(EXIT_BAD_INPUT)
 
 
 @click.group()
