@@ -70,7 +70,7 @@ def test_a_hostile_file_leaves_the_ledger_as_it_was(
     before = heads(any_memory)
     path = tmp_path / name
     path.write_text(HOSTILE[name], encoding="utf-8")
-    with pytest.raises(FormatError, match="nested deeper|lone surrogate"):
+    with pytest.raises(FormatError, match=r"nested deeper|lone surrogate"):
         any_memory.import_path(path, fmt="pcp-page" if name.endswith(".md") else None)
     assert heads(any_memory) == before
 
@@ -88,7 +88,7 @@ def test_a_hard_link_in_a_notes_folder_is_refused(any_memory: Memory, tmp_path: 
     folder = notes_folder(tmp_path)
     os.link(outside, folder / "diary.md")
     before = heads(any_memory)
-    with pytest.raises(FormatError, match="diary.md: is a hard link"):
+    with pytest.raises(FormatError, match=r"diary\.md: is a hard link"):
         any_memory.import_path(folder, fmt="basic-memory")
     assert heads(any_memory) == before
     result = run(tmp_path / "home", "import", str(folder), "--format", "basic-memory")
@@ -101,7 +101,7 @@ def test_a_symbolic_link_in_a_notes_folder_is_refused(any_memory: Memory, tmp_pa
     outside.write_text("---\ntitle: Diary\n---\nsecret\n", encoding="utf-8")
     folder = notes_folder(tmp_path)
     (folder / "diary.md").symlink_to(outside)
-    with pytest.raises(FormatError, match="diary.md: is a symbolic link"):
+    with pytest.raises(FormatError, match=r"diary\.md: is a symbolic link"):
         any_memory.import_path(folder, fmt="basic-memory")
     assert any_memory.recall("secret") == []
 
