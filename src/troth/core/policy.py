@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from troth.core.errors import InvalidInputError, PolicyDeniedError
+from troth.core.injection import looks_like_injection
 from troth.core.records import (
     APPROVAL_MODES,
     CHANNELS,
@@ -23,22 +24,6 @@ from troth.core.records import (
 )
 
 Detector = Callable[[str], bool]
-
-_INJECTION_PATTERNS = [
-    r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|your)\b"
-    r".{0,40}\b(instructions?|prompts?|rules|guidelines|directives)\b",
-    r"\byou are now\b.{0,60}\b(assistant|ai|model|bot|jailbroken|dan|unrestricted)\b",
-    r"\b(new|updated|real|hidden) (system )?instructions?\s*:",
-    r"</?\s*(system|assistant|instructions?)\s*>",
-    r"\[\s*(system|inst)\s*\]",
-    r"\b(reveal|print|show|repeat|leak)\b.{0,30}\b(system prompt|your instructions|hidden prompt)\b",
-    r"\bdo not (tell|inform|let) the user\b",
-    r"\b(from now on|henceforth),? (you|the assistant) (must|will|should|shall)\b",
-    r"\bwhen(ever)? (the|an?) (assistant|ai|agent) reads? this\b",
-]
-_INJECTION = re.compile(
-    "|".join(f"(?:{p})" for p in _INJECTION_PATTERNS), re.IGNORECASE | re.DOTALL
-)
 
 _SECRET_PATTERNS = [
     r"\b(password|passwd|passcode|pin code|api[ _-]?key|secret key|access token|auth token)"
@@ -51,11 +36,6 @@ _SECRET_PATTERNS = [
     r"\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b",
 ]
 _SECRET = re.compile("|".join(f"(?:{p})" for p in _SECRET_PATTERNS), re.IGNORECASE)
-
-
-def looks_like_injection(text: str) -> bool:
-    """The conservative default detector: phrases that address the assistant's instructions."""
-    return bool(_INJECTION.search(text))
 
 
 def looks_like_secret(text: str) -> bool:
