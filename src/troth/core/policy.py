@@ -229,6 +229,18 @@ class Policy:
             return Justification(
                 False, action, required, 0, f"memories not active: {', '.join(inactive)}"
             )
+        flagged = [m.id for m in memories if m.flagged]
+        if flagged:
+            # Instruction-shaped text is data someone wanted obeyed: whoever approved it,
+            # it never vouches for an action (docs/api.md, the trust model).
+            return Justification(
+                False,
+                action,
+                required,
+                0,
+                f"memory {flagged[0]} is flagged as instruction-shaped text; a flagged memory"
+                " never justifies an action",
+            )
         trust = min(self.trust[m.channel] for m in memories)
         weakest = min(memories, key=lambda m: self.trust[m.channel])
         if trust >= required:
