@@ -22,6 +22,7 @@ from troth.core.records import (
     check_choice,
     principal_kind,
 )
+from troth.core.topics import looks_like_health, looks_like_minor
 
 Detector = Callable[[str], bool]
 
@@ -110,6 +111,8 @@ class Policy:
     channels: Mapping[str, tuple[str, ...]]
     injection_detector: Detector | None = looks_like_injection
     secret_detector: Detector | None = looks_like_secret
+    minor_detector: Detector | None = looks_like_minor
+    health_detector: Detector | None = looks_like_health
     source: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -168,6 +171,8 @@ class Policy:
             secret_detector=(
                 secret_detector or looks_like_secret if detectors.get("credentials", True) else None
             ),
+            minor_detector=looks_like_minor if detectors.get("minors", True) else None,
+            health_detector=looks_like_health if detectors.get("health", True) else None,
             source=document,
         )
 
@@ -191,15 +196,23 @@ class Policy:
                 channel=channel,
             )
 
+    def read_topic(self, content: str) -> str | None:
+        """The topic a text is about when its writer named none: the content rules apply
+        whatever the writer said (credentials, then minors, then health), else None."""
+        for topic, detector in (
+            ("credentials", self.secret_detector),
+            ("minors", self.minor_detector),
+            ("health", self.health_detector),
+        ):
+            if detector is not None and detector(content):
+                return topic
+        return None
+
     def decide(self, *, content: str, topic: str, channel: str, actor: str, owner: str) -> Decision:
         """The approval mode, sensitivity and flags for one write."""
         check_choice(topic, TOPICS, "topic")
-        if (
-            topic == "general"
-            and self.secret_detector is not None
-            and self.secret_detector(content)
-        ):
-            topic = "credentials"
+        read_as = self.read_topic(content) if topic == "general" else None
+        topic = read_as or topic
         writer = (
             "self" if principal_kind(actor) == "human" and actor == owner else principal_kind(actor)
         )
@@ -208,6 +221,8 @@ class Policy:
             if rule.matches(topic=topic, channel=channel, writer=writer):
                 mode, why = rule.mode, rule.why
                 break
+        if read_as is not None:
+            why = f"{why} (the text reads as {read_as})"
         flagged = self.injection_detector is not None and self.injection_detector(content)
         if flagged and mode == "automatic":
             mode, why = "ask", "the text reads as an instruction to the assistant; held for review"
