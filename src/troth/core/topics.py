@@ -49,16 +49,17 @@ _CHILDHOOD: Final = re.compile(
 _AGED: Final = re.compile(rf"\b{_UNDER_18}-(?:year|month)-olds?\b", re.IGNORECASE)
 _HEALTH: Final = re.compile(
     r"\b(?:diagnos(?:ed|is|es)|prescri(?:bed|ption)s?|medications?|meds\b|antibiotics?"
-    r"|antidepressants?|insulin|chemo(?:therapy)?|radiotherapy|physiotherapy|therap(?:y|ist)"
-    r"|psychiatrists?|psychologists?|counsell?(?:ing|or)|surger(?:y|ies)|operation on"
+    r"|antidepressants?|insulin|chemo(?:therapy)?|radiotherapy|physiotherapy|in therapy"
+    r"|therapy sessions?|(?:my|her|his|their) (?:therapist|counsell?or|psychologist"
+    r"|psychiatrist)|surger(?:y|ies)|operation on"
     r"|my (?:doctor|gp|physician|dentist|surgeon|cardiologist|oncologist|dermatologist)"
     r"|hospitali[sz]ed|in (?:the )?hospital|icu\b|a&e\b|emergency room|blood (?:pressure|test"
     r"|sugar)|cholesterol|asthma|diabet(?:es|ic)|cancer|tumou?r|leuka?emia|epilep(?:sy|tic)"
     r"|migraines?|arthritis|allerg(?:y|ies|ic)|intoleran(?:t|ce) to|celiac|coeliac|crohn'?s"
-    r"|hiv\b|aids\b|hepatitis|covid|long covid|depress(?:ion|ed)|anxiety|panic attacks?|ptsd"
+    r"|hiv\b|aids\b|hepatitis|covid|long covid|depress(?:ion|ed)|anxiety (?:disorder|attacks?)|panic attacks?|ptsd"
     r"|adhd|autis(?:m|tic)|bipolar|schizophreni|eating disorder|anorexi|bulimi|ocd\b"
     r"|insomnia|sleep apnea|pregnan(?:t|cy)|miscarriage|ivf\b|infertil|menopause|heart"
-    r" (?:attack|condition|disease|failure)|stroke\b|dementia|alzheimer|parkinson"
+    r" (?:attack|condition|disease|failure)|(?:had|suffered|have) a (?:mini-?)?stroke\b|dementia|alzheimer|parkinson"
     r"|disabilit(?:y|ies)|disabled|wheelchair|chronic (?:pain|illness)|illness|disease"
     r"|symptoms?|side effects?|(?:\d+\s?mg)\b|dosage|relapse|rehab\b|sober|addiction)\b",
     re.IGNORECASE,
