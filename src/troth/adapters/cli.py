@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from troth.adapters.commands import demo, mcp_command, serve, token
 from troth.adapters.console import (
@@ -28,6 +29,7 @@ from troth.adapters.console import (
     json_option,
     out_console,
     progress_bar,
+    styled,
     with_json,
 )
 from troth.adapters.exchange import checkpoint, export_command, import_command, migrate
@@ -98,7 +100,7 @@ def render_memory(memory: MemoryRecord) -> None:
     ):
         value = getattr(memory, key)
         if value not in (None, ""):
-            table.add_row(f"[bold]{key}[/]", str(value))
+            table.add_row(Text(key, style="bold"), str(value))
     out_console.print(table)
     for item in memory.audit:
         note = f" — {item.note}" if item.note else ""
@@ -258,7 +260,7 @@ def recall(
                 out_console.print(
                     f"{hit.score:8.3f}  {hit.memory.id}  {hit.memory.content}", highlight=False
                 )
-                out_console.print(f"          [dim]{_why(hit.why)}[/]", highlight=False)
+                out_console.print(styled(f"          {_why(hit.why)}", "dim"))
             if not hits:
                 out_console.print("nothing found")
 
@@ -421,17 +423,25 @@ def verify(obj: Context, owner: str | None, as_json: bool) -> None:
             for r in reports:
                 if r.ok:
                     out_console.print(
-                        f"[green]ok[/]  {r.owner}: {r.chain.length} entries, head {r.chain.head[:16]}",
+                        styled(
+                            "ok",
+                            "green",
+                            f"  {r.owner}: {r.chain.length} entries, head {r.chain.head[:16]}",
+                        ),
                         highlight=False,
                     )
                 elif not r.chain.ok:
                     out_console.print(
-                        f"[red]broken[/]  {r.owner}: entry #{r.chain.broken_at}: {r.chain.reason}",
+                        styled(
+                            "broken",
+                            "red",
+                            f"  {r.owner}: entry #{r.chain.broken_at}: {r.chain.reason}",
+                        ),
                         highlight=False,
                     )
                 else:
                     out_console.print(
-                        f"[red]projection differs[/]  {r.owner}: {r.mismatch}", highlight=False
+                        styled("projection differs", "red", f"  {r.owner}: {r.mismatch}")
                     )
             render_holdings(held)
             if not reports and not held:

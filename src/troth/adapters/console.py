@@ -8,6 +8,7 @@ Exit codes: 0 ok; 1 not found, or verification failed; 2 bad input or denied by 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -46,8 +48,38 @@ EXIT_CODES: dict[type[TrothError], int] = {
     AuthenticationError: EXIT_BAD_INPUT,
 }
 
-err_console = Console(stderr=True)
-out_console = Console()
+# Control characters other than newline and tab, shown as escapes: an ESC or a CSI in a
+# memory would otherwise reach the terminal as a command (clear the screen, retitle it).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Text as it should appear on a terminal: every control character as its escape."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class TextConsole(Console):
+    """A console that prints what anyone wrote as text, never as instructions to it.
+
+    Markup and emoji codes are off (a memory holding ``[/]`` had crashed every view, and
+    ``[habit]`` vanished from it); what the program itself styles is built as ``Text`` with
+    styles. Every string rendered, table cells included, passes :func:`visible`.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **options)
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(visible(text), **options)
+
+
+def styled(label: str, style: str, rest: str = "") -> Text:
+    """A styled label the program wrote, then text anyone may have written."""
+    return Text.assemble((label, style), visible(rest))
+
+
+err_console = TextConsole(stderr=True)
+out_console = TextConsole()
 
 
 class Context:
@@ -108,7 +140,7 @@ def fail(error: TrothError, as_json: bool) -> NoReturn:
     if as_json:
         click.echo(json.dumps(error.to_dict(), ensure_ascii=False, default=str))
     else:
-        err_console.print(f"[bold red]error:[/] {error.message}", highlight=False)
+        err_console.print(styled("error:", "bold red", f" {error.message}"))
     sys.exit(code)
 
 

@@ -28,6 +28,7 @@ from troth.adapters.console import (
     json_option,
     out_console,
     progress_bar,
+    styled,
     with_json,
 )
 
@@ -66,14 +67,17 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
         def human() -> None:
             for r in reports:
                 out_console.print(
-                    f"[green]ok[/]  {r.owner}: {r.rows} entries ({r.copied} copied),"
-                    f" {r.memories} memories, head {r.head[:16]}",
-                    highlight=False,
+                    styled(
+                        "ok",
+                        "green",
+                        f"  {r.owner}: {r.rows} entries ({r.copied} copied),"
+                        f" {r.memories} memories, head {r.head[:16]}",
+                    )
                 )
             if not reports:
                 out_console.print("no ledgers to copy")
             elif "note" in vectors:
-                out_console.print(f"[yellow]note[/] {vectors['note']}", highlight=False)
+                out_console.print(styled("note", "yellow", f" {vectors['note']}"))
             else:
                 out_console.print(f"vectors: {vectors['embedded']} memories embedded")
 
@@ -190,6 +194,9 @@ def import_command(
                 out_console.print(f"  refused {refusal.where}: {refusal.reason}", highlight=False)
 
         emit(ctx, report.to_dict(), human)
+        if report.refused:
+            # Something the person asked to import is not in the ledger: a script must see it.
+            sys.exit(EXIT_BAD_INPUT)
 
 
 @click.group()

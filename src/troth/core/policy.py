@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from troth.core.errors import InvalidInputError, PolicyDeniedError
+from troth.core.injection import looks_like_injection
 from troth.core.records import (
     APPROVAL_MODES,
     CHANNELS,
@@ -21,24 +22,9 @@ from troth.core.records import (
     check_choice,
     principal_kind,
 )
+from troth.core.topics import looks_like_health, looks_like_minor
 
 Detector = Callable[[str], bool]
-
-_INJECTION_PATTERNS = [
-    r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|your)\b"
-    r".{0,40}\b(instructions?|prompts?|rules|guidelines|directives)\b",
-    r"\byou are now\b.{0,60}\b(assistant|ai|model|bot|jailbroken|dan|unrestricted)\b",
-    r"\b(new|updated|real|hidden) (system )?instructions?\s*:",
-    r"</?\s*(system|assistant|instructions?)\s*>",
-    r"\[\s*(system|inst)\s*\]",
-    r"\b(reveal|print|show|repeat|leak)\b.{0,30}\b(system prompt|your instructions|hidden prompt)\b",
-    r"\bdo not (tell|inform|let) the user\b",
-    r"\b(from now on|henceforth),? (you|the assistant) (must|will|should|shall)\b",
-    r"\bwhen(ever)? (the|an?) (assistant|ai|agent) reads? this\b",
-]
-_INJECTION = re.compile(
-    "|".join(f"(?:{p})" for p in _INJECTION_PATTERNS), re.IGNORECASE | re.DOTALL
-)
 
 _SECRET_PATTERNS = [
     r"\b(password|passwd|passcode|pin code|api[ _-]?key|secret key|access token|auth token)"
@@ -51,11 +37,6 @@ _SECRET_PATTERNS = [
     r"\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b",
 ]
 _SECRET = re.compile("|".join(f"(?:{p})" for p in _SECRET_PATTERNS), re.IGNORECASE)
-
-
-def looks_like_injection(text: str) -> bool:
-    """The conservative default detector: phrases that address the assistant's instructions."""
-    return bool(_INJECTION.search(text))
 
 
 def looks_like_secret(text: str) -> bool:
@@ -130,6 +111,8 @@ class Policy:
     channels: Mapping[str, tuple[str, ...]]
     injection_detector: Detector | None = looks_like_injection
     secret_detector: Detector | None = looks_like_secret
+    minor_detector: Detector | None = looks_like_minor
+    health_detector: Detector | None = looks_like_health
     source: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -188,6 +171,8 @@ class Policy:
             secret_detector=(
                 secret_detector or looks_like_secret if detectors.get("credentials", True) else None
             ),
+            minor_detector=looks_like_minor if detectors.get("minors", True) else None,
+            health_detector=looks_like_health if detectors.get("health", True) else None,
             source=document,
         )
 
@@ -211,15 +196,23 @@ class Policy:
                 channel=channel,
             )
 
+    def read_topic(self, content: str) -> str | None:
+        """The topic a text is about when its writer named none: the content rules apply
+        whatever the writer said (credentials, then minors, then health), else None."""
+        for topic, detector in (
+            ("credentials", self.secret_detector),
+            ("minors", self.minor_detector),
+            ("health", self.health_detector),
+        ):
+            if detector is not None and detector(content):
+                return topic
+        return None
+
     def decide(self, *, content: str, topic: str, channel: str, actor: str, owner: str) -> Decision:
         """The approval mode, sensitivity and flags for one write."""
         check_choice(topic, TOPICS, "topic")
-        if (
-            topic == "general"
-            and self.secret_detector is not None
-            and self.secret_detector(content)
-        ):
-            topic = "credentials"
+        read_as = self.read_topic(content) if topic == "general" else None
+        topic = read_as or topic
         writer = (
             "self" if principal_kind(actor) == "human" and actor == owner else principal_kind(actor)
         )
@@ -228,6 +221,8 @@ class Policy:
             if rule.matches(topic=topic, channel=channel, writer=writer):
                 mode, why = rule.mode, rule.why
                 break
+        if read_as is not None:
+            why = f"{why} (the text reads as {read_as})"
         flagged = self.injection_detector is not None and self.injection_detector(content)
         if flagged and mode == "automatic":
             mode, why = "ask", "the text reads as an instruction to the assistant; held for review"
@@ -248,6 +243,18 @@ class Policy:
         if inactive:
             return Justification(
                 False, action, required, 0, f"memories not active: {', '.join(inactive)}"
+            )
+        flagged = [m.id for m in memories if m.flagged]
+        if flagged:
+            # Instruction-shaped text is data someone wanted obeyed: whoever approved it,
+            # it never vouches for an action (docs/api.md, the trust model).
+            return Justification(
+                False,
+                action,
+                required,
+                0,
+                f"memory {flagged[0]} is flagged as instruction-shaped text; a flagged memory"
+                " never justifies an action",
             )
         trust = min(self.trust[m.channel] for m in memories)
         weakest = min(memories, key=lambda m: self.trust[m.channel])

@@ -31,7 +31,7 @@ import jsonschema
 
 from troth.core.chain import parse_utc
 from troth.core.errors import FormatError
-from troth.formats import pcp
+from troth.formats import jsontext, pcp
 from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
 
 NAME: Final = "pcp"
@@ -299,12 +299,10 @@ def verify(files: Mapping[str, bytes], *, where: str) -> dict[str, Any]:
     if raw is None:
         raise FormatError(f"{where}: no manifest.json at the archive root")
     try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line = getattr(exc, "lineno", 1)
-        raise FormatError(
-            f"{where}:{MANIFEST}:{line}: not valid JSON ({exc})", file=MANIFEST, line=line
-        ) from exc
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{where}:{MANIFEST}: not UTF-8 text (byte {exc.start})") from exc
+    manifest = jsontext.loads(text, name=f"{where}:{MANIFEST}")
     errors = sorted(manifest_validator().iter_errors(manifest), key=lambda e: list(e.path))
     if errors:
         location = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
@@ -347,12 +345,7 @@ def audit_items(data: bytes, *, where: str) -> dict[str, list[dict[str, Any]]]:
     for number, line in enumerate(data.decode("utf-8", "strict").split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                f"{where}:{number}: not valid JSON ({exc.msg})", line=number, file=where
-            ) from exc
+        item = jsontext.loads(line, name=where, line=number)
         if isinstance(item, dict) and {"path", "at", "action", "actor"} <= set(item):
             kept = {k: item[k] for k in ("at", "action", "actor", "note") if k in item}
             grouped.setdefault(str(item["path"]), []).append(kept)

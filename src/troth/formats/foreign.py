@@ -13,6 +13,7 @@ from troth.core.chain import parse_utc
 from troth.core.errors import FormatError
 from troth.core.events import CanonicalizationError, canonical_bytes
 from troth.core.records import DATE_OR_DATETIME_PATTERN, PATH_PATTERN
+from troth.formats import jsontext
 
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -75,27 +76,16 @@ def load_json(data: bytes, *, name: str) -> Any:
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
+            return jsontext.loads(text, name=name)
+        except FormatError:
+            # One object per line also starts with "{": only that shape falls through.
             if not stripped.startswith("{") or "\n{" not in text.strip():
-                raise FormatError(
-                    f"{name}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})",
-                    file=name,
-                    line=exc.lineno,
-                ) from exc
-    records = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})",
-                file=name,
-                line=number,
-            ) from exc
-    return records
+                raise
+    return [
+        jsontext.loads(line, name=name, line=number)
+        for number, line in enumerate(text.split("\n"), start=1)
+        if line.strip()
+    ]
 
 
 def require(record: Any, key: str, kind: type | tuple[type, ...], *, where: str) -> Any:

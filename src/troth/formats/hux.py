@@ -18,7 +18,7 @@ from referencing import Registry, Resource
 from troth.core.chain import INJECTION_TAG
 from troth.core.errors import FormatError
 from troth.core.records import MemoryRecord
-from troth.formats import foreign
+from troth.formats import foreign, jsontext
 from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
 
 NAME = "hux"
@@ -133,12 +133,7 @@ def decode(data: bytes, *, name: str = "memories.json") -> list[dict[str, Any]]:
     stripped = text.lstrip()
     records: list[Any] = []
     if stripped.startswith("["):
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                f"{name}:{exc.lineno}: not valid JSON ({exc.msg})", file=name, line=exc.lineno
-            ) from exc
+        parsed = jsontext.loads(text, name=name)
         records = list(parsed)
         for index, record in enumerate(records):
             validate(record, where=f"{name}: item {index}")
@@ -146,12 +141,7 @@ def decode(data: bytes, *, name: str = "memories.json") -> list[dict[str, Any]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                f"{name}:{number}: not valid JSON ({exc.msg})", file=name, line=number
-            ) from exc
+        record = jsontext.loads(line, name=name, line=number)
         validate(record, where=f"{name}:{number}")
         records.append(record)
     return records

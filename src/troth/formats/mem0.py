@@ -22,6 +22,51 @@ NAME: Final = "mem0"
 _SOURCE_KEYS: Final = ("user_id", "agent_id", "run_id", "actor_id", "role")
 _DROPPED: Final = ("hash", "score", "embedding")  # derived values are not kept
 _MAPPED: Final = ("id", "memory", "created_at", "categories", "expiration_date", *_SOURCE_KEYS)
+# mem0's categories (its default list, and names users give in metadata.category) that are
+# troth topics, so the policy's rule for the topic applies (health waits for the person,
+# minors and credentials are never stored). The most protective topic wins.
+_TOPICS: Final = {
+    "health": "health",
+    "medical": "health",
+    "wellness": "health",
+    "fitness_health": "health",
+    "finance": "finance",
+    "financial": "finance",
+    "money": "finance",
+    "legal": "legal",
+    "relationships": "relationships",
+    "relationship": "relationships",
+    "family": "relationships",
+    "location": "location",
+    "address": "location",
+    "biometric": "biometric",
+    "credentials": "credentials",
+    "passwords": "credentials",
+    "security": "credentials",
+    "minors": "minors",
+    "children": "minors",
+    "kids": "minors",
+}
+_PROTECTIVE: Final = (
+    "credentials",
+    "minors",
+    "health",
+    "biometric",
+    "finance",
+    "legal",
+    "relationships",
+    "location",
+)
+
+
+def _topic(categories: list[Any] | None, metadata: Mapping[str, Any] | None) -> str | None:
+    """The topic mem0's categories name, the most protective if several do."""
+    names = [str(c) for c in categories or []]
+    category = (metadata or {}).get("category")
+    if isinstance(category, str):
+        names.append(category)
+    found = {_TOPICS[n.strip().lower()] for n in names if n.strip().lower() in _TOPICS}
+    return next((t for t in _PROTECTIVE if t in found), None)
 
 
 def _records(parsed: Any, name: str) -> list[tuple[str, Any]]:
@@ -64,6 +109,9 @@ def item(record: Any, where: str) -> Item | Refusal:
     tags = foreign.clean_tags(categories)
     if tags:
         fields["tags"] = tags
+    topic = _topic(categories, metadata)
+    if topic:
+        fields["topic"] = topic
     expires = _expires(record.get("expiration_date"), where)
     if expires:
         fields["expires"] = expires
@@ -81,7 +129,9 @@ def item(record: Any, where: str) -> Item | Refusal:
         unmapped["memory_type"] = record["memory_type"]  # only procedural has a PCP type
     if metadata:
         unmapped["metadata"] = metadata
-    sha = foreign.record_sha256(record)
+    # The key is the record without what mem0 derives per call (search() adds a score), so
+    # the same memory from get_all() and from search() is one memory, not two.
+    sha = foreign.record_sha256({k: v for k, v in record.items() if k not in _DROPPED})
     x_import: dict[str, Any] = {"format": NAME, "exporter": "mem0", "id": record_id[:256]}
     x_import["sha256"] = sha
     recorded = foreign.to_utc(record.get("created_at"))

@@ -27,6 +27,7 @@ from troth.core.chain import (
 )
 from troth.core.errors import FormatError
 from troth.core.records import UTC_PATTERN
+from troth.formats import jsontext
 from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
 
 NAME = "personaxis"
@@ -60,14 +61,7 @@ def _numbered(data: bytes, name: str) -> list[tuple[int, Entry, bytes]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            parsed = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})",
-                file=name,
-                line=number,
-            ) from exc
+        parsed = jsontext.loads(line, name=name, line=number)
         entry = entry_from_json(parsed, where=f"{name}:{number}")
         entries.append((number, entry, line.encode("utf-8")))
     return entries
@@ -170,7 +164,7 @@ def sniff(data: bytes) -> bool:
     first = data.lstrip()[:4096].split(b"\n", 1)[0]
     try:
         parsed = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(parsed, dict) and {"ts", "content", "prev_hash", "hash"} <= set(parsed)
 

@@ -21,6 +21,7 @@ from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from troth.core.errors import FormatError
+from troth.formats import jsontext
 
 MAX_NODES = 10_000  # values in one frontmatter; aliases count each time they are reached
 
@@ -51,6 +52,7 @@ def load(text: str, *, where: str, first_line: int = 1) -> Any:
     fast = load_canonical(text)
     if fast is not None:
         _count(fast, where)
+        jsontext.check_value(fast, name=where, line=first_line)
         return fast
     reader = YAML(typ="safe", pure=True)
     reader.version = (1, 2)
@@ -66,7 +68,14 @@ def load(text: str, *, where: str, first_line: int = 1) -> Any:
         ) from exc
     except (YAMLError, ValueError, TypeError) as exc:
         raise FormatError(f"{where}:{first_line}: bad YAML ({exc})", line=first_line) from exc
+    except RecursionError as exc:
+        raise FormatError(
+            f"{where}:{first_line}: YAML nested deeper than {jsontext.MAX_DEPTH} levels;"
+            " frontmatter never nests that deep",
+            line=first_line,
+        ) from exc
     _count(value, where)
+    jsontext.check_value(value, name=where, line=first_line)
     return value
 
 
@@ -197,7 +206,7 @@ def load_canonical(text: str) -> dict[str, Any] | None:
     lines = text[:-1].split("\n")
     try:
         value, end = _block_mapping(lines, 0, 0)
-    except (_NotCanonicalError, ValueError, IndexError):
+    except (_NotCanonicalError, ValueError, IndexError, RecursionError):
         return None
     if end != len(lines):
         return None

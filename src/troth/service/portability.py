@@ -319,13 +319,35 @@ def export_to(
 def _read(path: Path) -> list[tuple[str, bytes]]:
     """(name, bytes) for a file, or for every ``.md`` file under a directory."""
     if path.is_dir():
-        found = sorted(p for p in path.rglob("*.md") if p.is_file() and not p.is_symlink())
+        found = sorted(p for p in path.rglob("*.md") if p.is_file() or p.is_symlink())
+        for note in found:
+            _refuse_link(note, folder=path)
         if len(found) > MAX_DIRECTORY_FILES:
             raise FormatError(f"{path}: more than {MAX_DIRECTORY_FILES} notes; import fewer")
         return [(str(p.relative_to(path.parent)), _bytes(p)) for p in found]
     if not path.is_file():
         raise NotFoundError(f"{path} does not exist", path=str(path))
     return [(path.name, _bytes(path))]
+
+
+def _refuse_link(note: Path, *, folder: Path) -> None:
+    """A note in a folder must be a plain file of that folder, not a way out of it.
+
+    A symbolic link, or a hard link (a file with more than one name: the other name may be
+    anywhere on the disk), would import a file the person never put in the folder.
+    """
+    if note.is_symlink():
+        raise FormatError(
+            f"{note}: is a symbolic link; copy the note into {folder} to import it",
+            file=str(note),
+        )
+    links = note.stat().st_nlink
+    if links > 1:
+        raise FormatError(
+            f"{note}: is a hard link (a file with {links} names, the others perhaps outside"
+            f" {folder}); copy the note into the folder to import it",
+            file=str(note),
+        )
 
 
 def _bytes(path: Path) -> bytes:
