@@ -16,7 +16,9 @@ from typing import Any
 import click
 from rich.table import Table
 
+from troth.adapters.about import info
 from troth.adapters.commands import demo, mcp_command, serve, token
+from troth.adapters.connect import connect
 from troth.adapters.console import (
     EXIT_BAD_INPUT,
     EXIT_NOT_FOUND,
@@ -146,6 +148,8 @@ for _command in (
     export_command,
     import_command,
     checkpoint,
+    info,
+    connect,
 ):
     cli.add_command(_command)
 
