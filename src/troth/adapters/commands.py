@@ -155,9 +155,11 @@ def serve(
 ) -> None:
     """Serve the HTTP API, MCP (streamable HTTP at /mcp) and the review page."""
     from troth.adapters import server
+    from troth.adapters.about import about_lines, describe, principal_origin
 
     with handled(obj) as ctx:
         principal = ctx.settings.principal
+        about = about_lines(describe(ctx.settings, principal_origin=principal_origin()))
         server.serve(
             ctx.memory,
             host=host,
@@ -168,6 +170,7 @@ def serve(
             else None,
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
+            about=[*about, ""],
         )
 
 
