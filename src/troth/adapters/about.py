@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import click
 
-from troth.adapters.console import Context, emit, handled, json_option, out_console, with_json
+from troth.adapters.console import Context, emit, handled, json_option, with_json
 from troth.config import DATABASE_NAME, Settings, resolve_principal
 
 
@@ -95,5 +95,5 @@ def info(obj: Context, only_principal: bool, as_json: bool) -> None:
         emit(
             ctx,
             {"principal": about["principal"]} if only_principal else about,
-            lambda: out_console.print("\n".join(about_lines(about)), highlight=False),
+            lambda: click.echo("\n".join(about_lines(about))),
         )

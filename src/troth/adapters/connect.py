@@ -297,8 +297,12 @@ def connect(
             written = result.get("written")
             if written and written.get("path"):
                 note = f" (previous file kept as {written['backup']})" if written["backup"] else ""
-                err_console.print(f"merged into {written['path']}{note}", highlight=False)
+                err_console.print(
+                    f"merged into {written['path']}{note}", highlight=False, soft_wrap=True
+                )
             elif written is None and target is not None:
-                err_console.print(f"add it to {target}, or run with --write", highlight=False)
+                err_console.print(
+                    f"add it to {target}, or run with --write", highlight=False, soft_wrap=True
+                )
 
         emit(ctx, result, human)
