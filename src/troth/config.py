@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
@@ -27,6 +27,9 @@ from troth.core.policy import Policy
 from troth.core.records import check_principal
 from troth.service.memory import Clock, Memory, utc_now
 from troth.storage.base import Store
+
+if TYPE_CHECKING:
+    from troth.embedding import Embedder
 
 DATABASE_NAME = "troth.db"
 
@@ -165,11 +168,16 @@ def open_store(location: str | Path) -> Store:
     return SQLiteStore(Path(text.removeprefix("sqlite:///")).expanduser())
 
 
-def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
-    """The composition root: a store, a policy and the facade over them."""
+def default_embedder() -> Embedder:
+    """The embedding model every ledger uses: the packaged static model (loaded once)."""
     from troth.embedding import StaticEmbedder
 
-    embedder = StaticEmbedder.default()
+    return StaticEmbedder.default()
+
+
+def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
+    """The composition root: a store, a policy and the facade over them."""
+    embedder = default_embedder()
     store = open_store(settings.database_url or settings.home / DATABASE_NAME)
     return Memory(
         store,

@@ -124,17 +124,7 @@ class Walkthrough:
         """Run one command in bash with the variables so far; keep what it exports."""
         dump = self.work / ".env-after"
         script = f"set -a\nset -e -o pipefail\n{command}\nenv -0 > {shlex.quote(str(dump))}\n"
-        done = subprocess.run(
-            ["bash", "-c", script],
-            cwd=self.work,
-            env={**self.env, **(extra or {})},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        self.seen += done.stdout + done.stderr
-        assert done.returncode == 0, f"README command failed: {command}\n{done.stdout}{done.stderr}"
+        self.execute(["bash", "-c", script], {**self.env, **(extra or {})}, command)
         pairs = (item.split("=", 1) for item in dump.read_text().split("\0") if "=" in item)
         self.env = {k: v for k, v in pairs if k not in ("PWD", "OLDPWD", "SHLVL", "_")}
         for key in extra or {}:
@@ -186,18 +176,18 @@ class Walkthrough:
         script = self.work / f"block-{len(self.ran)}.py"
         script.write_text(self.fill(body), encoding="utf-8")
         python = self.installed.venv / "bin" / "python"
+        self.execute([str(python), str(script)], self.env, body)
+        self.ran.append(body)
+
+    def execute(self, argv: list[str], env: dict[str, str], example: str) -> None:
+        """Run ``argv`` in the work directory; keep its output; fail naming the example."""
         done = subprocess.run(
-            [str(python), str(script)],
-            cwd=self.work,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
+            argv, cwd=self.work, env=env, capture_output=True, text=True, timeout=600, check=False
         )
         self.seen += done.stdout + done.stderr
-        assert done.returncode == 0, f"README Python block failed:\n{body}\n{done.stderr}"
-        self.ran.append(body)
+        assert done.returncode == 0, (
+            f"README example failed:\n{example}\n{done.stdout}{done.stderr}"
+        )
 
 
 def test_every_block_of_the_readme_runs_in_order(

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 import click
 
 from troth.adapters.console import Context, emit, handled, json_option, with_json
-from troth.config import DATABASE_NAME, Settings, resolve_principal
+from troth.config import DATABASE_NAME, Settings, default_embedder, resolve_principal
 
 
 def masked_url(url: str) -> str:
@@ -30,15 +30,13 @@ def masked_url(url: str) -> str:
 
 def describe(settings: Settings, *, principal_origin: str = "login") -> dict[str, Any]:
     """What ``troth info --json`` prints, from the settings alone."""
-    from troth.embedding import StaticEmbedder
-
     if settings.database_url is not None:
         backend, database = "postgresql", masked_url(settings.database_url)
         exists: bool | None = None
     else:
         path = settings.home / DATABASE_NAME
         backend, database, exists = "sqlite", str(path), path.exists()
-    embedder = StaticEmbedder.default()
+    embedder = default_embedder()
     return {
         "version": metadata.version("troth"),
         "home": str(settings.home),

@@ -159,9 +159,10 @@ def serve(
 
     with handled(obj) as ctx:
         principal = ctx.settings.principal
+        memory = ctx.memory  # opened first, so the banner says the database exists
         about = about_lines(describe(ctx.settings, principal_origin=principal_origin()))
         server.serve(
-            ctx.memory,
+            memory,
             host=host,
             port=port,
             tool_names="underscore" if tool_names == "underscore" else "dotted",
