@@ -213,7 +213,7 @@ def render(client: Client, launch: Launch, name: str) -> str:
     return json.dumps(client.snippet(launch, name), ensure_ascii=False, indent=2)
 
 
-def write(client: Client, launch: Launch, name: str, path: Path) -> dict[str, Any]:
+def write(client: Client, launch: Launch, name: str, path: Path | None) -> dict[str, Any]:
     """Merge the entry into ``path`` (a backup first); for Claude Code run ``claude mcp add``."""
     if client.name == "claude-code":
         argv = claude_code_argv(launch, name)
@@ -224,6 +224,8 @@ def write(client: Client, launch: Launch, name: str, path: Path) -> dict[str, An
             )
         subprocess.run(argv, check=True)  # the argv built above; no shell
         return {"ran": argv}
+    if path is None:
+        raise InvalidInputError(f"{client.name} has no configuration file; give one with --path")
     if client.key is not None:
         text = merge_json(path, client.key, name, launch.entry(**client.extra))
     else:
@@ -290,7 +292,7 @@ def connect(
             "text": text,
         }
         if do_write:
-            result["written"] = write(client, launch, name, target or Path(os.devnull))
+            result["written"] = write(client, launch, name, target)
 
         def human() -> None:
             out_console.print(text, highlight=False, markup=False, soft_wrap=True)
