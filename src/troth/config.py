@@ -12,8 +12,8 @@
 
 from __future__ import annotations
 
-import getpass
 import os
+import pwd
 import re
 import tomllib
 from collections.abc import Mapping
@@ -32,18 +32,45 @@ from troth.storage.base import Store
 
 if TYPE_CHECKING:
     from troth.service.sealing import Sealer
+    from troth.embedding import Embedder
 
 DATABASE_NAME = "troth.db"
 
 
-def default_principal() -> str:
-    """``human:`` + the login name, reduced to the characters a principal allows."""
-    try:
-        login = getpass.getuser()
-    except (KeyError, OSError):
-        login = "me"
+LOGIN_VARIABLES = ("LOGNAME", "USER", "LNAME", "USERNAME")
+
+
+def default_principal(environ: Mapping[str, str] | None = None) -> str:
+    """``human:`` + the login name, reduced to the characters a principal allows.
+
+    The login name is read as :func:`getpass.getuser` reads it (``LOGNAME``, ``USER``,
+    ``LNAME``, ``USERNAME``, then the password database), but from ``environ`` when given;
+    where none of those answers (a container without a passwd entry) it is ``human:me``.
+    """
+    env = os.environ if environ is None else environ
+    login = next((env[name] for name in LOGIN_VARIABLES if env.get(name)), None)
+    if login is None:
+        try:
+            login = pwd.getpwuid(os.getuid()).pw_name
+        except (KeyError, OSError):
+            login = "me"
     local = re.sub(r"[^A-Za-z0-9._@+/-]", "_", login)[:128] or "me"
     return f"human:{local}"
+
+
+def resolve_principal(
+    explicit: str | None, environ: Mapping[str, str] | None = None
+) -> tuple[str, str]:
+    """The acting principal and where it came from: ``--as``, ``TROTH_PRINCIPAL`` or ``login``.
+
+    The one place every command and the server resolve who is acting.
+    """
+    env = os.environ if environ is None else environ
+    if explicit:
+        return explicit, "--as"
+    if env.get("TROTH_PRINCIPAL"):
+        return env["TROTH_PRINCIPAL"], "TROTH_PRINCIPAL"
+    return default_principal(env), "login"
 
 
 def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,7 +126,7 @@ class Settings:
         """Settings from explicit values, then the environment, then defaults."""
         env = os.environ if environ is None else environ
         root = Path(home or env.get("TROTH_HOME") or platformdirs.user_data_dir("troth"))
-        who = principal or env.get("TROTH_PRINCIPAL") or default_principal()
+        who, _ = resolve_principal(principal, env)
         check_principal(who, "TROTH_PRINCIPAL")
         policy = policy_path or env.get("TROTH_POLICY")
         if policy is None and (root / "policy.toml").exists():
@@ -144,11 +171,16 @@ def open_store(location: str | Path) -> Store:
     return SQLiteStore(Path(text.removeprefix("sqlite:///")).expanduser())
 
 
-def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
-    """The composition root: a store, a policy and the facade over them."""
+def default_embedder() -> Embedder:
+    """The embedding model every ledger uses: the packaged static model (loaded once)."""
     from troth.embedding import StaticEmbedder
 
-    embedder = StaticEmbedder.default()
+    return StaticEmbedder.default()
+
+
+def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
+    """The composition root: a store, a policy and the facade over them."""
+    embedder = default_embedder()
     store = open_store(settings.database_url or settings.home / DATABASE_NAME)
     return Memory(
         store,

@@ -151,3 +151,11 @@ def test_a_resend_from_another_process_gets_the_same_bytes(home: Path, tmp_path:
     )
     assert second.stdout == first.stdout
     assert run(home, "log", "--json").output == log.output
+
+
+@pytest.mark.parametrize("name", CLOCK_FREE_REFUSALS[:1])
+def test_checkpoint_handle_takes_json_like_every_verb(home: Path, name: str) -> None:
+    plain = run(home, "checkpoint", "handle", str(GOLDEN / name / "request.json"))
+    with_flag = run(home, "checkpoint", "handle", str(GOLDEN / name / "request.json"), "--json")
+    assert with_flag.exit_code == plain.exit_code
+    assert without_clock(parsed_answer(with_flag)) == without_clock(parsed_answer(plain))

@@ -76,7 +76,7 @@ def test_serve_prints_the_page_a_first_token_and_how_to_connect_an_agent(tmp_pat
 
 def test_the_readme_shows_both_mcp_configurations_and_three_http_calls() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert '"command": "troth"' in readme  # stdio
+    assert '"command": "/home/you/.local/bin/troth"' in readme  # stdio, as troth connect prints
     assert '"type": "http", "url": "http://127.0.0.1:8765/mcp"' in readme
     calls = re.findall(r"^curl .*http://127\.0\.0\.1:8765/api/\S+", readme, re.MULTILINE)
     calls += re.findall(r"^\s+-d .*http://127\.0\.0\.1:8765/api/\S+", readme, re.MULTILINE)

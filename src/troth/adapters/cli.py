@@ -17,7 +17,9 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from troth.adapters.about import info
 from troth.adapters.commands import demo, mcp_command, serve, token
+from troth.adapters.connect import connect
 from troth.adapters.console import (
     EXIT_BAD_INPUT,
     EXIT_NOT_FOUND,
@@ -151,6 +153,8 @@ for _command in (
     checkpoint,
     seal,
     prove,
+    info,
+    connect,
 ):
     cli.add_command(_command)
 

@@ -156,12 +156,15 @@ def serve(
 ) -> None:
     """Serve the HTTP API, MCP (streamable HTTP at /mcp) and the review page."""
     from troth.adapters import server
+    from troth.adapters.about import about_lines, describe, principal_origin
 
     with handled(obj) as ctx:
         principal = ctx.settings.principal
-        build_sealer(ctx.memory, ctx.settings).guard()  # no serving a store behind its witness
+        memory = ctx.memory  # opened first, so the banner says the database exists
+        build_sealer(memory, ctx.settings).guard()  # no serving a store behind its witness
+        about = about_lines(describe(ctx.settings, principal_origin=principal_origin()))
         server.serve(
-            ctx.memory,
+            memory,
             host=host,
             port=port,
             tool_names="underscore" if tool_names == "underscore" else "dotted",
@@ -170,6 +173,7 @@ def serve(
             else None,
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
+            about=[*about, ""],
         )
 
 

@@ -213,15 +213,20 @@ def checkpoint() -> None:
 @click.option(
     "--pretty", is_flag=True, help="Indent the answer (its checksum covers the JCS form)."
 )
+@json_option
 @click.pass_obj
-def checkpoint_handle(obj: Context, file: Any, owner: str | None, pretty: bool) -> None:
+def checkpoint_handle(
+    obj: Context, file: Any, owner: str | None, pretty: bool, as_json: bool
+) -> None:
     """Answer the UAIX request envelope in FILE (- for stdin); print the response envelope.
 
     The acting principal (--as) is the caller and must equal the envelope's trust.principal.
     Exit 0 for a uai.intent.response.v1; for a uai.error.v1 refusal, 1 when the checkpoint
-    is not found and 2 otherwise — the envelope is printed either way.
+    is not found and 2 otherwise — the envelope is printed either way. The answer is JSON
+    already, so --json changes nothing but is accepted like on every verb (and makes an
+    error before any envelope, such as a bad --as, print as JSON too).
     """
-    ctx = obj
+    ctx = with_json(obj, as_json)
     with handled(ctx):
         answer = ctx.memory.handle_checkpoint(file.read(), owner=owner)
         envelope = json.loads(answer)

@@ -261,8 +261,12 @@ def serve(
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
     log_level: str = "info",
+    about: Iterable[str] = (),
 ) -> None:
-    """Run the application under uvicorn until interrupted."""
+    """Run the application under uvicorn until interrupted.
+
+    ``about`` heads the banner: where the data lives (``adapters/about.py``).
+    """
     import uvicorn
 
     from troth.core.access import HUMAN_DEFAULT_SCOPES
@@ -285,8 +289,12 @@ def serve(
                 first_token_for, HUMAN_DEFAULT_SCOPES, label="first token (serve)"
             ).token
     principal = first_token_for or "human:NAME"
+    heading = "".join(f"{line}\n" for line in about)
     print(
-        banner(host=host, port=port, principal=principal, token=token, tls=tls, existing=existing),
+        heading
+        + banner(
+            host=host, port=port, principal=principal, token=token, tls=tls, existing=existing
+        ),
         flush=True,
     )
     app = create_app(memory, tokens, ServerOptions(host=host, tool_names=tool_names))
