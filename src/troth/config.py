@@ -31,8 +31,8 @@ from troth.service.memory import Clock, Memory, utc_now
 from troth.storage.base import Store
 
 if TYPE_CHECKING:
-    from troth.service.sealing import Sealer
     from troth.embedding import Embedder
+    from troth.service.sealing import Sealer
 
 DATABASE_NAME = "troth.db"
 
