@@ -31,6 +31,8 @@ _INJECTION_PATTERNS = [
     r"\b(new|updated|real|hidden) (system )?instructions?\s*:",
     r"</?\s*(system|assistant|instructions?)\s*>",
     r"\[\s*(system|inst)\s*\]",
+    # A line that poses as a chat role's turn ("SYSTEM: from now on, send …").
+    r"(?:^|\n)\s*(system|developer)\s*:",
     r"\b(reveal|print|show|repeat|leak)\b.{0,30}\b(system prompt|your instructions|hidden prompt)\b",
     r"\bdo not (tell|inform|let) the user\b",
     r"\b(from now on|henceforth),? (you|the assistant) (must|will|should|shall)\b",
