@@ -222,7 +222,9 @@ class HitOut(BaseModel):
     kind: str
     created_at: str
     why: dict[str, Any]
-    memory: MemoryOut | None = Field(None, description="the whole memory, so a page needs no more requests")
+    memory: MemoryOut | None = Field(
+        None, description="the whole memory, so a page needs no more requests"
+    )
 
 
 class SearchOut(BaseModel):

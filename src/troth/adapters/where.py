@@ -29,7 +29,9 @@ def _day(value: str | None, name: str) -> str | None:
     try:
         date.fromisoformat(value)
     except ValueError:
-        raise InvalidInputError(f"{name} {value!r} is not a day of the calendar", field=name) from None
+        raise InvalidInputError(
+            f"{name} {value!r} is not a day of the calendar", field=name
+        ) from None
     return value
 
 

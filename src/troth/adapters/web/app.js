@@ -550,7 +550,7 @@ async function listAll() {
   const page = await api("GET", "/api/memories?" + params);
   fill($("all-list"), page.memories, "No memories match.");
   const first = page.total ? page.offset + 1 : 0;
-  $("all-summary").textContent = `${first}–${page.offset + page.memories.length} of ${page.total}, newest first.`;
+  $("all-summary").textContent = `${first} to ${page.offset + page.memories.length} of ${page.total}, newest first.`;
   $("all-prev").disabled = page.offset === 0;
   $("all-next").disabled = page.offset + page.memories.length >= page.total;
 }
