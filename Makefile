@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run demo test lint typecheck pytest browser bench lock clean
+.PHONY: setup run demo test lint typecheck pytest browser axe screenshots bench lock clean
 
 setup: $(STAMP)
 
@@ -30,12 +30,20 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy src
 
-pytest: setup browser
+pytest: setup browser axe
 	$(BIN)/pytest -q
 
 # The browser test drives Debian's chromium (installed once, as root or with sudo).
 browser:
 	scripts/install-chromium.sh
+
+# axe-core, pinned, into a cache directory (the browser tests inject it into the page).
+axe:
+	scripts/install-axe.sh >/dev/null
+
+# The review page's screenshots under docs/images/ (README.md and docs/api.md show them).
+screenshots: setup browser
+	$(BIN)/python -m scripts.screenshots
 
 bench: setup
 	$(BIN)/python -m bench

@@ -64,6 +64,9 @@ def main() -> None:
             shoot(page, "review-search")
 
             page.click("nav button[data-view=all]")
+            page.select_option("#all-status", "active")
+            page.click("#all-form button[type=submit]")
+            expect(page.locator("#all-summary")).to_contain_text("of 3")
             ships = page.locator(f'#all-list li[data-id="{demo.ids["ships"]}"]')
             ships.locator("button.details").click()
             expect(ships.locator(".history li").first).to_be_visible()

@@ -360,6 +360,9 @@ def test_the_ledger_shows_health_counts_and_revokes_an_agent(
     head = demo.memory.store.tip(ERIN).head
     expect(page.locator("#health code")).to_have_attribute("title", head)
     expect(page.locator("#counts")).to_contain_text("5 waiting for you")
+    latest = page.locator("#recent li").first
+    expect(latest).to_contain_text(f"entry #{demo.memory.store.tip(ERIN).length - 1}")
+    expect(latest.locator("code")).to_have_attribute("title", head)
     tokens = page.locator("#tokens li.token")
     expect(tokens).to_have_count(3)
     coder = tokens.filter(has_text="coder (agent)")
@@ -374,6 +377,32 @@ def test_the_ledger_shows_health_counts_and_revokes_an_agent(
     with pytest.raises(AuthenticationError):
         demo.tokens.authenticate(demo.coder)
     demo.tokens.authenticate(demo.assistant)
+
+
+def test_keyboard_alone_decides_a_proposal_and_keeps_the_place(
+    page: Page, demo: Demo, served: LiveServer
+) -> None:
+    page.goto(served.url + "/")
+    page.keyboard.press("Tab")  # the skip link
+    page.keyboard.press("Tab")
+    expect(page.locator("#token")).to_be_focused()
+    page.keyboard.type(demo.erin)
+    page.keyboard.press("Enter")
+    expect(page.locator("#inbox-list li.memory")).to_have_count(5)
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.classList.contains('approve')"):
+            break
+    first = page.locator("#inbox-list li.memory").first
+    expect(first.locator("button.approve")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#status")).to_contain_text("Approved")
+    expect(page.locator("#inbox-list li.memory")).to_have_count(4)
+    # Focus lands on the card now in the decided one's place, not at the top of the page.
+    expect(page.locator("#inbox-list li.memory").first.locator("button").first).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Space")  # its checkbox
+    expect(page.locator("#bulk-approve")).to_have_text("Approve selected (1)")
 
 
 # -- the first flows, on the plain fixture ledger -------------------------------------------

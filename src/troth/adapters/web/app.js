@@ -73,6 +73,10 @@ const CHANNEL_WORDS = {
   user: "you said it", synthesis: "the agent inferred it", tool: "the agent read it in a tool",
   internal: "the agent's own note",
 };
+const EVENT_WORDS = {
+  propose: "written", approve: "approved", reject: "rejected", edit: "edited", forget: "forgotten",
+  redact: "text erased", export: "exported", expire: "expired",
+};
 const KIND_WORDS = { fact: "fact", preference: "preference", instruction: "instruction", context: "background" };
 const SCOPE_WORDS = {
   "memory:read": "read", "memory:write": "propose", "memory.sensitive:read": "see sensitive",
@@ -157,6 +161,11 @@ function confirmWith({ title, text, items, reason, ok }) {
 }
 
 async function act(label, work) {
+  // Where the person was: after the list redraws, focus goes to the card now in that
+  // place (or the view's heading), never back to the top of the page.
+  const card = document.activeElement && document.activeElement.closest("li.memory");
+  const list = card && card.parentElement;
+  const place = list ? [...list.children].indexOf(card) : -1;
   try {
     await work();
     say(label, "ok");
@@ -164,6 +173,13 @@ async function act(label, work) {
     say(error.message, "error");
   }
   await refresh();
+  if (list && list.isConnected) {
+    const next = list.children[Math.min(place, list.children.length - 1)];
+    const target = next && next.querySelector("button");
+    if (target) { target.focus(); return; }
+  }
+  const heading = document.querySelector(`#view-${view} h1`);
+  if (heading && !document.activeElement.closest("dialog") && document.activeElement === document.body) { heading.focus(); }
 }
 
 const path = (id, verb) => `/api/memories/${encodeURIComponent(id)}/${verb}`;
@@ -442,7 +458,7 @@ function detailParts(memory, events) {
 
 function historyItem(action, actor, at, note, event) {
   const item = el("li", {},
-    el("span", { class: "what", text: `${action.replace(/_/g, " ")} by ${name(actor) || "the system"} ` }), when(at));
+    el("span", { class: "what", text: `${EVENT_WORDS[action] || action.replace(/_/g, " ")} by ${name(actor) || "the system"} ` }), when(at));
   if (note) {
     const match = /^by (m_[0-9a-z]+)$/.exec(note);
     item.append(match ? el("span", {}, " — by ", link(match[1])) : el("span", { text: " — " + note }));
@@ -581,7 +597,19 @@ async function ledger() {
   $("counts").replaceChildren(...Object.entries(counts.by_status).filter(([, n]) => n).map(([s, n]) =>
     el("li", {}, el("span", { class: "n", text: String(n) }), " " + (STATUS_WORDS[s] || s).toLowerCase())));
   if (!counts.total) { $("counts").append(el("li", { text: "none yet" })); }
+  await recent(status.length);
   await tokens();
+}
+
+async function recent(length) {
+  const start = Math.max(0, length - 10);
+  const data = await api("GET", `/api/audit?start=${start}&limit=10`);
+  $("recent").replaceChildren(...data.events.reverse().map((e) => el("li", {},
+    el("span", { class: "what", text: `${EVENT_WORDS[e.event] || e.event.replace(/_/g, " ")} by ${name(e.actor) || "the system"} ` }),
+    when(e.at),
+    e.memory ? el("span", {}, " · ", link(e.memory, "the memory")) : null,
+    el("span", { class: "chain" }, `entry #${e.seq} · `, el("code", { title: e.hash, text: short(e.hash) })))));
+  if (!data.events.length) { $("recent").append(el("li", { text: "No entries yet." })); }
 }
 
 async function tokens() {
