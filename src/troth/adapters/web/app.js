@@ -166,13 +166,15 @@ async function act(label, work) {
   const card = document.activeElement && document.activeElement.closest("li.memory");
   const list = card && card.parentElement;
   const place = list ? [...list.children].indexOf(card) : -1;
+  // The status is said once the view shows the outcome, so what it says is what one sees.
+  let outcome = [label, "ok"];
   try {
     await work();
-    say(label, "ok");
   } catch (error) {
-    say(error.message, "error");
+    outcome = [error.message, "error"];
   }
   await refresh();
+  say(...outcome);
   if (list && list.isConnected) {
     const next = list.children[Math.min(place, list.children.length - 1)];
     const target = next && next.querySelector("button");
@@ -190,36 +192,28 @@ function approve(memory) {
   return act("Approved: agents can now recall it.", () => api("POST", path(memory.id, "approve"), {}));
 }
 
-async function reject(memory) {
-  const answer = await confirmWith({
-    title: "Reject this proposal?",
+// The three decisions that take something away, each explained in one sentence and each
+// asking for a reason (kept in the audit trail: a reject's note, a forget's or redact's reason).
+const TAKING = {
+  reject: {
+    title: "Reject this proposal?", ok: "Reject", done: "Rejected.", field: "note", reason: "optional",
     text: "It is never used; the ledger keeps that the agent proposed it and that you said no.",
-    items: [memory.content], reason: "optional", ok: "Reject",
-  });
-  if (answer) {
-    await act("Rejected.", () => api("POST", path(memory.id, "reject"), { note: answer.reason }));
-  }
-}
-
-async function forget(memory) {
-  const answer = await confirmWith({
-    title: "Forget this memory?",
+  },
+  forget: {
+    title: "Forget this memory?", ok: "Forget", done: "Forgotten.", field: "reason", reason: "required",
     text: "Agents stop recalling it at once; its text stays in your ledger until you erase it.",
-    items: [memory.content], reason: "required", ok: "Forget",
-  });
-  if (answer) {
-    await act("Forgotten.", () => api("POST", path(memory.id, "forget"), { reason: answer.reason }));
-  }
-}
-
-async function redact(memory) {
-  const answer = await confirmWith({
-    title: "Erase this memory's text for good?",
+  },
+  redact: {
+    title: "Erase this memory's text for good?", ok: "Erase the text", done: "Text erased.", field: "reason", reason: "required",
     text: "The words are removed from every copy the server keeps; the chain keeps only that something was here. This cannot be undone.",
-    items: [memory.content], reason: "required", ok: "Erase the text",
-  });
+  },
+};
+
+async function take(verb, memory) {
+  const how = TAKING[verb];
+  const answer = await confirmWith({ ...how, items: [memory.content] });
   if (answer) {
-    await act("Text erased.", () => api("POST", path(memory.id, "redact"), { reason: answer.reason }));
+    await act(how.done, () => api("POST", path(memory.id, verb), { [how.field]: answer.reason }));
   }
 }
 
@@ -378,10 +372,10 @@ function card(memory, options) {
       // A flagged proposal does not invite approval: its Approve is the plain button.
       button("Approve", () => approve(memory), memory.flagged ? "approve" : "primary approve"),
       button("Edit, then approve", () => editor(item, memory), "edit"),
-      button("Reject…", () => reject(memory), "reject"),
+      button("Reject…", () => take("reject", memory), "reject"),
     );
   } else if (memory.status === "active" || memory.status === "expired") {
-    actions.append(button("Forget…", () => forget(memory), "danger forget"));
+    actions.append(button("Forget…", () => take("forget", memory), "danger forget"));
   }
   const toggle = button("History and details", () => details(item, memory, toggle), "details",
     { "aria-expanded": "false" });
@@ -451,7 +445,7 @@ function detailParts(memory, events) {
   if (memory.status !== "proposed" && !memory.redacted) {
     parts.push(el("div", { class: "erase" },
       el("p", { class: "hint", text: "Erasing removes these words from every copy the server keeps, for good." }),
-      button("Erase the text…", () => redact(memory), "danger redact")));
+      button("Erase the text…", () => take("redact", memory), "danger redact")));
   }
   return parts;
 }
