@@ -22,7 +22,7 @@ WHEELHOUSE := build/wheelhouse
 WHEELHOUSE_STAMP := $(WHEELHOUSE)/.complete
 PREFIX ?= $(HOME)/.local
 
-.PHONY: setup run install uninstall wheel demo test lint typecheck pytest browser goverifiers bench lock clean
+.PHONY: setup run install uninstall wheel demo test lint typecheck pytest browser goverifiers axe screenshots bench lock clean
 
 # The development environment: re-installed only when its lock changes, a no-op otherwise.
 setup: $(STAMP) $(WHEELHOUSE_STAMP)
@@ -81,7 +81,7 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy src
 
-pytest: setup browser goverifiers
+pytest: setup browser goverifiers axe
 	$(BIN)/pytest -q
 
 # The browser test drives Debian's chromium (installed once, as root or with sudo).
@@ -92,6 +92,14 @@ browser:
 # from Debian; installed once, as root or with sudo).
 goverifiers:
 	scripts/install-go-verifiers.sh
+
+# axe-core, pinned, into a cache directory (the browser tests inject it into the page).
+axe:
+	scripts/install-axe.sh >/dev/null
+
+# The review page's screenshots under docs/images/ (README.md and docs/api.md show them).
+screenshots: setup browser
+	$(BIN)/python -m scripts.screenshots
 
 bench: setup
 	$(BIN)/python -m bench

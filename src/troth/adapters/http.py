@@ -22,6 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from troth.adapters.where import Where, filtered_page
 from troth.core.access import Grant
 from troth.core.errors import (
     AuthenticationError,
@@ -147,6 +148,14 @@ class AuditOut(BaseModel):
     note: str | None = None
 
 
+class RelationOut(BaseModel):
+    """A typed link to another memory (``supersedes``, ``contradicts``, ``refines``, ``about``)."""
+
+    rel: str
+    target: str
+    confidence: float | None = None
+
+
 class MemoryOut(BaseModel):
     """A memory's current state (HUX view) and its audit trail."""
 
@@ -174,6 +183,9 @@ class MemoryOut(BaseModel):
     flagged: bool
     redacted: bool
     audit: list[AuditOut]
+    relations: list[RelationOut] = Field(default_factory=list)
+    seq: int = Field(0, description="chain position of the last event that changed it")
+    entry_hash: str = Field("", description="hash of that ledger entry")
 
     @classmethod
     def of(cls, memory: MemoryRecord) -> MemoryOut:
@@ -210,6 +222,9 @@ class HitOut(BaseModel):
     kind: str
     created_at: str
     why: dict[str, Any]
+    memory: MemoryOut | None = Field(
+        None, description="the whole memory, so a page needs no more requests"
+    )
 
 
 class SearchOut(BaseModel):
@@ -385,14 +400,22 @@ def create_api(
         kind: Annotated[list[Kind] | None, Query()] = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
         offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+        tag: Annotated[list[str] | None, Query(max_length=100)] = None,
+        agent: Annotated[str | None, Query(max_length=140)] = None,
+        since: Annotated[str | None, Query(max_length=10)] = None,
+        until: Annotated[str | None, Query(max_length=10)] = None,
     ) -> MemoryList:
         """The caller's memories, newest first (``status=proposed`` is the review inbox)."""
-        items, total = scoped.memories(
-            statuses=tuple(status or ()) or None,
-            kinds=tuple(kind or ()) or None,
-            limit=limit,
-            offset=offset,
-        )
+        where = Where.of(tag, agent, since, until)
+        statuses, kinds = tuple(status or ()) or None, tuple(kind or ()) or None
+        if where.empty:
+            items, total = scoped.memories(
+                statuses=statuses, kinds=kinds, limit=limit, offset=offset
+            )
+        else:
+            items, total = filtered_page(
+                scoped, where, statuses=statuses, kinds=kinds, limit=limit, offset=offset
+            )
         return MemoryList(
             memories=[MemoryOut.of(m) for m in items], total=total, limit=limit, offset=offset
         )
@@ -445,13 +468,30 @@ def create_api(
         q: Annotated[str, Query(min_length=1, max_length=2000)],
         limit: Annotated[int, Query(ge=1, le=100)] = 10,
         kind: Annotated[list[Kind] | None, Query()] = None,
+        tag: Annotated[list[str] | None, Query(max_length=100)] = None,
+        agent: Annotated[str | None, Query(max_length=140)] = None,
+        since: Annotated[str | None, Query(max_length=10)] = None,
+        until: Annotated[str | None, Query(max_length=10)] = None,
     ) -> SearchOut:
-        """The caller's active memories that best answer ``q``."""
+        """The caller's active memories that best answer ``q`` (each with the whole memory)."""
+        where = Where.of(tag, agent, since, until)
+        # Filters narrow the best 100 hits: asking for only ``limit`` could leave none.
         hits = await anyio.to_thread.run_sync(
-            partial(scoped.search, q, limit=limit, kinds=tuple(kind or ()) or None),
+            partial(
+                scoped.search,
+                q,
+                limit=limit if where.empty else 100,
+                kinds=tuple(kind or ()) or None,
+            ),
             limiter=recalls,
         )
-        return SearchOut(hits=[HitOut.model_validate(h.to_dict()) for h in hits])
+        kept = [h for h in hits if where.matches(h.memory)][:limit]
+        return SearchOut(
+            hits=[
+                HitOut.model_validate({**h.to_dict(), "memory": MemoryOut.of(h.memory)})
+                for h in kept
+            ]
+        )
 
     @app.get("/api/brief", tags=["memories"], responses=ERRORS)
     async def brief(

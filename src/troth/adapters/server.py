@@ -30,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from troth.adapters.http import create_api, error_response
+from troth.adapters.http_ledger import ledger_router
 from troth.adapters.mcp import GRANT_KEY, ToolNames, create_mcp
 from troth.core.access import Grant
 from troth.core.errors import TrothError
@@ -201,8 +202,14 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
             yield
 
     api = create_api(memory, tokens, lifespan=lifespan, mcp_path=MCP_PATH, recalls=recalls)
+    api.include_router(ledger_router())
     root = web_root()
     api.mount("/web", StaticFiles(directory=root), name="web")
+
+    @api.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        # Browsers ask for /favicon.ico whatever the page links; an SVG answers both.
+        return FileResponse(f"{root}/favicon.svg", media_type="image/svg+xml")
 
     @api.get("/", include_in_schema=False)
     def page() -> FileResponse:
