@@ -274,8 +274,17 @@ def _memory_tools(run: Runner, recalls: anyio.CapacityLimiter) -> dict[str, Call
     async def memory_write(
         content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
         ctx: Context,
-        kind: Kind = "fact",
-        topic: Topic = "general",
+        kind: Annotated[
+            Kind,
+            Field(
+                description="fact, preference (what they like or want), instruction (how to"
+                " act for them) or context (what is going on in their life)."
+            ),
+        ] = "fact",
+        topic: Annotated[
+            Topic,
+            Field(description="What it is about; sensitive topics always wait for the person."),
+        ] = "general",
         title: Annotated[str | None, Field(description="A short title.")] = None,
         tags: Annotated[list[str] | None, Field(description="Labels to find it by.")] = None,
         reason: Reason = None,
