@@ -331,6 +331,7 @@ def test_bad_arguments_get_one_sentence_with_a_stable_code(ledger: Ledger) -> No
             ("checkpoint.restore_brief", {"checkpoint_id": "c", "session_id": "s", "max_memories": 500}, "max_memories: input should be less", "invalid_input"),
             ("checkpoint.handle", {"envelope": "not json"}, "", "malformed-envelope"),
             ("checkpoint.handle", {"envelope": "{}"}, "uai_version 1.0", "unsupported-profile"),
+            ("memory.delete", {"id": "m_x"}, "there is no tool 'memory.delete' on this server; the tools are memory.search, memory.read", "not_found"),
         ]  # fmt: skip
         for tool, arguments, words, code in cases:
             text = await refused(client, tool, arguments, code)

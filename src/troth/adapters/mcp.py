@@ -28,7 +28,14 @@ from pydantic import Field
 
 from troth.adapters.mcp_checkpoints import CHECKPOINT_TOOLS, checkpoint_tools
 from troth.adapters.mcp_resources import add_prompts, add_resources
-from troth.adapters.mcp_tool import GRANT_KEY, Runner, StrictTool, ToolSpec, grant_of
+from troth.adapters.mcp_tool import (
+    GRANT_KEY,
+    Runner,
+    StrictTool,
+    ToolSpec,
+    grant_of,
+    unknown_tools,
+)
 from troth.adapters.mcp_views import (
     AuditResult,
     BriefResult,
@@ -190,6 +197,7 @@ def create_mcp(
         log_level="WARNING",
         tools=tools,
         subscriptions=False,
+        middleware=[unknown_tools([tool.name for tool in tools])],
     )
     add_resources(server, run)
     add_prompts(server)

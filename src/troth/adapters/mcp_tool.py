@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import anyio.to_thread
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
@@ -199,3 +200,22 @@ class Runner:
         except Exception:
             return crashed(tool)
         return result if isinstance(result, CallToolResult) else ok(result)
+
+
+def unknown_tools(known: Collection[str]) -> ServerMiddleware[Any]:
+    """Middleware answering a call of a tool that does not exist with a sentence and a code.
+
+    (The SDK's own answer, "Unknown tool: x", names no code and no way forward.)
+    """
+    names = ", ".join(known)
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call" and ctx.params is not None:
+            name = ctx.params.get("name")
+            if isinstance(name, str) and name not in known:
+                return failed(
+                    "not_found", f"there is no tool {name!r} on this server; the tools are {names}"
+                )
+        return await call_next(ctx)
+
+    return middleware
