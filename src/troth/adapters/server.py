@@ -7,6 +7,7 @@ stdio. Layout of the application::
                      request, security headers on every answer
     └── Dispatch     /mcp → McpAuth → the MCP SDK's streamable HTTP app
                      else → the FastAPI app: /api/…, /openapi.json, /.well-known/pcp.json,
+                            /.well-known/oauth-protected-resource[/mcp] (oauth.py),
                             / (the review page) and /web/… (its static files)
 """
 
@@ -31,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from troth.adapters.http import create_api, error_response
 from troth.adapters.mcp import GRANT_KEY, ToolNames, create_mcp
+from troth.adapters.oauth import ProtectedResource
 from troth.core.access import Grant
 from troth.core.errors import TrothError
 from troth.service.memory import Memory
@@ -122,11 +124,16 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, messa
 
 
 class McpAuth:
-    """Authenticate each MCP HTTP request with the same bearer tokens as the HTTP API."""
+    """Authenticate each MCP HTTP request with the same bearer tokens as the HTTP API.
 
-    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+    A refusal is a 401 whose challenge names the protected resource metadata
+    (``oauth.ProtectedResource``), where an OAuth client starts its discovery.
+    """
+
+    def __init__(self, app: ASGIApp, tokens: Tokens, resource: ProtectedResource) -> None:
         self.app = app
         self.tokens = tokens
+        self.resource = resource
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -141,7 +148,12 @@ class McpAuth:
         try:
             grant: Grant = await anyio.to_thread.run_sync(self.tokens.authenticate, token)
         except TrothError as error:
-            await error_response(error)(scope, receive, send)
+            response = error_response(error)
+            if response.status_code == 401:
+                response.headers["WWW-Authenticate"] = self.resource.challenge(
+                    scope, presented=bool(value)
+                )
+            await response(scope, receive, send)
             return
         await self.app({**scope, GRANT_KEY: grant}, receive, send)
 
@@ -168,6 +180,11 @@ class ServerOptions:
     host: str = DEFAULT_HOST
     tool_names: ToolNames = "dotted"
     allowed_hosts: tuple[str, ...] | None = None
+    #: The URL clients reach this server at, when it is not what requests say (a proxy).
+    public_url: str | None = None
+    #: The OAuth authorization server named in the protected resource metadata (default:
+    #: this server's origin).
+    oauth_issuer: str | None = None
 
     def hosts(self) -> tuple[str, ...] | None:
         """The Host allow-list: loopback names when bound to loopback, else as configured."""
@@ -201,6 +218,10 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
             yield
 
     api = create_api(memory, tokens, lifespan=lifespan, mcp_path=MCP_PATH, recalls=recalls)
+    resource = ProtectedResource(
+        MCP_PATH, public_url=options.public_url, issuer=options.oauth_issuer
+    )
+    api.router.routes.extend(resource.routes())
     root = web_root()
     api.mount("/web", StaticFiles(directory=root), name="web")
 
@@ -208,7 +229,7 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
     def page() -> FileResponse:
         return FileResponse(f"{root}/index.html", media_type="text/html")
 
-    return Guard(Dispatch(api, McpAuth(mcp_app, tokens)), options.hosts())
+    return Guard(Dispatch(api, McpAuth(mcp_app, tokens, resource)), options.hosts())
 
 
 def banner(
