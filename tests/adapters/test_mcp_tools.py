@@ -28,8 +28,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from tests.adapters.conftest import AGENT, ALICE, Ledger, LiveServer, auth
 from troth.adapters.mcp import create_mcp
 from troth.core.access import Grant
-from troth.formats.uaix import CHECKPOINT_CREATE, encode
-from troth.formats.uaix.requests import build_request
+from troth.formats.uaix import CHECKPOINT_CREATE, build_request, encode
 
 # name: (title, readOnly, destructive, idempotent, required arguments, optional arguments)
 EXPECTED: dict[str, tuple[str, bool, bool, bool, set[str], set[str]]] = {

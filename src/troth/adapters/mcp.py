@@ -73,9 +73,9 @@ MEMORY_TOOLS: tuple[ToolSpec, ...] = (
         "memory.search",
         "Search memories",
         "Search the person's memories for what answers a question or topic, ranked by hybrid"
-        " recall (keywords and meaning together). Returns active, approved memories only, best"
-        " first, each with its text, kind, channel, the injection flag and why it ranked where"
-        " it did. Narrow it with kinds, tags (every tag must be present), valid_on (a date or"
+        " recall (keywords and meaning together). Returns active memories only (never proposed,"
+        " rejected or forgotten ones), best first, each with its text, kind, channel, the"
+        " injection flag and why it ranked where it did. Narrow it with kinds, tags (every tag must be present), valid_on (a date or"
         " time the memory must hold on) or as_of (answer as the memory stood at a past UTC"
         " time).",
         read_only=True,

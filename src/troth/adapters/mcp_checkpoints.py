@@ -28,10 +28,10 @@ from troth.formats.uaix import (
     DRIFT_AUDIT,
     ERROR_PROFILE,
     RESTORE_BRIEF,
+    build_request,
     encode,
     load_schema,
 )
-from troth.formats.uaix.requests import build_request
 from troth.service.scoped import ScopedMemory
 
 CHECKPOINT_TOOLS: tuple[ToolSpec, ...] = (
