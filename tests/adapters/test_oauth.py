@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
 import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.utils import (
     build_protected_resource_metadata_discovery_urls,
     extract_resource_metadata_from_www_auth,
     handle_protected_resource_response,
 )
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from pydantic import AnyUrl
 
-from tests.adapters.conftest import Ledger, LiveServer, auth
-from troth.core.access import SCOPES
+from tests.adapters.conftest import ALICE, Ledger, LiveServer, auth
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -46,7 +56,8 @@ def test_a_refusal_names_the_protected_resource_metadata_the_sdk_client_finds(
     assert metadata is not None
     assert str(metadata.resource) == f"{live.url}/mcp"  # the URL the client dialed
     assert [str(a) for a in metadata.authorization_servers] == [live.url]
-    assert metadata.scopes_supported == list(SCOPES)
+    assert metadata.scopes_supported == ["memory:read", "memory:write", "memory.sensitive:read"]
+    assert 'scope="memory:read memory:write"' in challenge
     assert metadata.bearer_methods_supported == ["header"]
 
 
@@ -79,3 +90,167 @@ def test_static_bearer_tokens_keep_working(ledger: Ledger, live: LiveServer) -> 
             return [t.name for t in (await client.list_tools()).tools]
 
     assert "memory.search" in anyio.run(main)
+
+
+# -- troth's own authorization server ------------------------------------------------------
+
+CALLBACK = "http://localhost:9/callback"
+
+
+class Remembered:
+    """The SDK client's token storage, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+class Person:
+    """The person at the consent screen, deciding through the page's consent API."""
+
+    def __init__(self, live: LiveServer, token: str, *, grant: bool) -> None:
+        self.live = live
+        self.token = token
+        self.grant = grant
+        self.seen: dict[str, object] = {}
+        self.back = ""
+
+    async def open(self, authorize_url: str) -> None:
+        """The browser goes to /authorize, lands on the page, and the person decides."""
+        async with httpx2.AsyncClient(timeout=10) as browser:
+            sent = await browser.get(authorize_url)
+            assert sent.status_code == 302, sent.text
+            page = urlsplit(sent.headers["location"])
+            assert page.path == "/"
+            consent = parse_qs(page.query)["consent"][0]
+            api = f"{self.live.url}/api/oauth/consent/{consent}"
+            shown = await browser.get(api, headers=auth(self.token))
+            assert shown.status_code == 200, shown.text
+            self.seen = shown.json()
+            decided = await browser.post(api, json={"grant": self.grant}, headers=auth(self.token))
+            assert decided.status_code == 200, decided.text
+            self.back = decided.json()["redirect"]
+
+    async def callback(self) -> AuthorizationCodeResult:
+        query = parse_qs(urlsplit(self.back).query)
+        if "error" in query:
+            raise RuntimeError(f"authorization refused: {query['error'][0]}")
+        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
+
+
+def oauth_client(live: LiveServer, person: Person, storage: Remembered) -> OAuthClientProvider:
+    return OAuthClientProvider(
+        server_url=f"{live.url}/mcp",
+        client_metadata=OAuthClientMetadata(
+            client_name="Trip planner",
+            redirect_uris=[AnyUrl(CALLBACK)],
+            grant_types=["authorization_code"],
+            response_types=["code"],
+            scope="memory:read memory:write",
+        ),
+        storage=storage,
+        redirect_handler=person.open,
+        callback_handler=person.callback,
+    )
+
+
+@pytest.fixture
+def public(ledger: Ledger) -> Iterator[LiveServer]:
+    with LiveServer(ledger, public=True) as server:
+        yield server
+
+
+async def tools_through_oauth(live: LiveServer, provider: OAuthClientProvider) -> list[str]:
+    async with (
+        httpx2.AsyncClient(auth=provider, timeout=30) as http,
+        Client(streamable_http_client(f"{live.url}/mcp", http_client=http)) as client,
+    ):
+        written = await client.call_tool("memory.write", {"content": "Alice flies on Friday"})
+        assert not written.is_error, written.content[0].text
+        return [t.name for t in (await client.list_tools()).tools]
+
+
+def test_an_oauth_client_registers_the_person_consents_and_it_calls_a_tool(
+    ledger: Ledger, public: LiveServer
+) -> None:
+    person = Person(public, ledger.alice, grant=True)
+    storage = Remembered()
+    tools = anyio.run(tools_through_oauth, public, oauth_client(public, person, storage))
+    assert "memory.search" in tools
+    assert person.seen["client_name"] == "Trip planner"
+    assert person.seen["scopes"] == ["memory:read", "memory:write"]
+    assert storage.tokens is not None
+    # The token is an ordinary troth token for an agent acting for the person.
+    issued = [t for t in ledger.tokens.records() if (t.label or "").startswith("OAuth:")]
+    assert len(issued) == 1
+    assert issued[0].on_behalf_of == ALICE
+    assert issued[0].principal == person.seen["principal"]
+    assert issued[0].scopes == ("memory:read", "memory:write")
+    proposal = ledger.memory.memories(ALICE)[0]
+    assert (proposal.status, proposal.actor) == ("proposed", issued[0].principal)
+    # Revoked like any token: the next request is refused.
+    ledger.tokens.revoke(issued[0].token_id)
+    with_revoked = httpx2.post(
+        f"{public.url}/mcp",
+        json=LIST,
+        headers=ACCEPT | {"Authorization": f"Bearer {storage.tokens.access_token}"},
+        timeout=10,
+    )
+    assert with_revoked.status_code == 401
+
+
+def test_a_refused_consent_gives_the_client_no_token(ledger: Ledger, public: LiveServer) -> None:
+    person = Person(public, ledger.alice, grant=False)
+    storage = Remembered()
+    with pytest.raises(ExceptionGroup) as raised:  # the SDK's task groups wrap it
+        anyio.run(tools_through_oauth, public, oauth_client(public, person, storage))
+    assert raised.group_contains(RuntimeError, match="access_denied", depth=None)
+    assert "error=access_denied" in person.back  # what the page sent the browser back with
+    assert storage.tokens is None
+    assert not [t for t in ledger.tokens.records() if (t.label or "").startswith("OAuth:")]
+
+
+def test_an_agent_cannot_consent_and_another_resource_is_refused(
+    ledger: Ledger, public: LiveServer
+) -> None:
+    registered = httpx2.post(
+        f"{public.url}/register",
+        json={
+            "client_name": "x",
+            "redirect_uris": [CALLBACK],
+            "token_endpoint_auth_method": "none",
+        },
+        timeout=10,
+    ).json()
+    query = {
+        "client_id": registered["client_id"],
+        "response_type": "code",
+        "redirect_uri": CALLBACK,
+        "code_challenge": "x" * 43,
+        "code_challenge_method": "S256",
+        "state": "s",
+    }
+    elsewhere = httpx2.get(
+        f"{public.url}/authorize", params=query | {"resource": "https://other.example/mcp"}
+    )
+    assert elsewhere.status_code == 302
+    assert "error=invalid_target" in elsewhere.headers["location"]
+    sent = httpx2.get(f"{public.url}/authorize", params=query)
+    consent = parse_qs(urlsplit(sent.headers["location"]).query)["consent"][0]
+    api = f"{public.url}/api/oauth/consent/{consent}"
+    by_agent = httpx2.post(api, json={"grant": True}, headers=auth(ledger.agent))
+    assert by_agent.status_code == 403
+    assert by_agent.json()["error"] == "denied"
+    assert httpx2.get(api, headers=auth("troth_nope")).status_code == 401

@@ -31,9 +31,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from troth.core.access import SCOPES
+from troth.core.access import AGENT_DEFAULT_SCOPES, READ, SENSITIVE_READ, WRITE
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+#: What an OAuth client may be granted on ``/mcp``: an agent's scopes. ``review:write`` and
+#: ``export:read`` stay with the person's own tokens.
+GRANTABLE = (READ, WRITE, SENSITIVE_READ)
+#: The scopes the MCP tools need, named in the 401 challenge (the MCP authorization spec's
+#: first source for what a client asks for).
+NEEDED = AGENT_DEFAULT_SCOPES
 
 
 def origin(scope: Scope, public_url: str | None = None) -> str:
@@ -77,7 +83,7 @@ class ProtectedResource:
             {
                 "resource": self.resource(scope),
                 "authorization_servers": [self.issuer or origin(scope, self.public_url)],
-                "scopes_supported": list(SCOPES),
+                "scopes_supported": list(GRANTABLE),
                 "resource_name": "troth",
                 "bearer_methods_supported": ["header"],
             }
@@ -99,10 +105,12 @@ class ProtectedResource:
 
     def challenge(self, scope: Scope, *, presented: bool) -> str:
         """The ``WWW-Authenticate`` value of a 401 on the MCP endpoint (RFC 6750 §3, RFC 9728
-        §5.1): ``invalid_token`` only when a token was presented."""
+        §5.1): ``invalid_token`` only when a token was presented, and the scopes the tools
+        need."""
         parts = ['realm="troth"']
         if presented:
             parts.append('error="invalid_token"')
             parts.append('error_description="the token is unknown, expired, revoked or malformed"')
+        parts.append(f'scope="{" ".join(NEEDED)}"')
         parts.append(f'resource_metadata="{self.metadata_url(scope)}"')
         return "Bearer " + ", ".join(parts)

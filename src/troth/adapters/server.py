@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from troth.adapters.http import create_api, error_response
 from troth.adapters.mcp import GRANT_KEY, ToolNames, create_mcp
 from troth.adapters.oauth import ProtectedResource
+from troth.adapters.oauth_server import AuthorizationServer
 from troth.core.access import Grant
 from troth.core.errors import TrothError
 from troth.service.memory import Memory
@@ -43,6 +44,9 @@ DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: OAuth endpoints an in-browser client calls cross-site; they act on no ambient credential
+#: (the client authenticates in the request itself), so there is no request to forge.
+CROSS_SITE_PATHS = frozenset({"/token", "/register", "/revoke"})
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
@@ -96,7 +100,8 @@ class Guard:
             await _refuse(scope, receive, send, 421, "this server does not answer for that host")
             return
         origin = headers.get("origin")
-        if scope["method"] not in SAFE_METHODS and origin is not None:
+        unsafe = scope["method"] not in SAFE_METHODS and scope.get("path") not in CROSS_SITE_PATHS
+        if unsafe and origin is not None:
             parts = urlsplit(origin)
             if origin == "null" or parts.netloc != host or parts.scheme not in ("http", "https"):
                 await _refuse(
@@ -222,6 +227,12 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
         MCP_PATH, public_url=options.public_url, issuer=options.oauth_issuer
     )
     api.router.routes.extend(resource.routes())
+    if options.public_url and not options.oauth_issuer:
+        # The issuer is a fixed URL (clients compare it as a string), so troth's own
+        # authorization server runs only where the server knows the URL it is reached at.
+        public = options.public_url.rstrip("/")
+        issuer = AuthorizationServer(tokens, issuer=public, resource=public + MCP_PATH)
+        api.router.routes.extend(issuer.routes())
     root = web_root()
     api.mount("/web", StaticFiles(directory=root), name="web")
 
@@ -310,7 +321,9 @@ def serve(
         banner(host=host, port=port, principal=principal, token=token, tls=tls, existing=existing),
         flush=True,
     )
-    app = create_app(memory, tokens, ServerOptions(host=host, tool_names=tool_names))
+    public_url = f"{'https' if tls else 'http'}://{f'[{host}]' if ':' in host else host}:{port}"
+    options = ServerOptions(host=host, tool_names=tool_names, public_url=public_url)
+    app = create_app(memory, tokens, options)
     config: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
     if tls:
         config.update(ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile)
