@@ -1,17 +1,24 @@
-"""An agent's correction over MCP, approved by the person on the review page in a browser."""
+"""MCP and the review page in a browser: an agent's correction approved, an OAuth consent granted."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from queue import Queue
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import anyio.to_thread
 import httpx2
 from mcp import Client
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 from playwright.sync_api import Page, expect
+from pydantic import AnyUrl
 
 from tests.adapters.conftest import ALICE, Ledger, LiveServer, auth
+from tests.adapters.test_oauth import CALLBACK, Remembered
 from tests.adapters.test_web import browser, page, sign_in
 
 __all__ = ["browser", "page"]  # the browser fixtures, shared with test_web
@@ -56,3 +63,57 @@ def test_the_person_approves_an_agents_correction_on_the_page(
     hits = agent_calls(live, ledger.agent, "memory.search", {"query": "dentist"})["hits"]
     assert [h["content"] for h in hits] == ["Alice's dentist is Dr Braun"]
     assert ledger.memory.get(old.id, owner=ALICE).superseded_by == proposed["id"]
+
+
+def test_an_oauth_client_is_granted_access_on_the_consent_screen(
+    page: Page, ledger: Ledger
+) -> None:
+    """The SDK's OAuth client in one thread; the person signs in and grants in Chromium."""
+    with LiveServer(ledger, public=True) as live:
+        to_open: Queue[str] = Queue()
+        came_back: Queue[str] = Queue()
+
+        async def open_browser(url: str) -> None:
+            to_open.put(url)
+
+        async def callback() -> AuthorizationCodeResult:
+            back = await anyio.to_thread.run_sync(lambda: came_back.get(timeout=60))
+            query = parse_qs(urlsplit(back).query)
+            return AuthorizationCodeResult(code=query["code"][0], state=query["state"][0])
+
+        provider = OAuthClientProvider(
+            server_url=f"{live.url}/mcp",
+            client_metadata=OAuthClientMetadata(
+                client_name="Trip planner",
+                redirect_uris=[AnyUrl(CALLBACK)],
+                grant_types=["authorization_code"],
+                response_types=["code"],
+            ),
+            storage=Remembered(),
+            redirect_handler=open_browser,
+            callback_handler=callback,
+        )
+
+        async def agent() -> list[str]:
+            async with (
+                httpx2.AsyncClient(auth=provider, timeout=60) as http,
+                Client(streamable_http_client(f"{live.url}/mcp", http_client=http)) as client,
+            ):
+                hits = await client.call_tool("memory.search", {"query": "tea"})
+                assert not hits.is_error, hits.content[0].text
+                return [h["content"] for h in (hits.structured_content or {})["hits"]]
+
+        ledger.memory.remember("Alice drinks green tea", owner=ALICE, actor=ALICE)
+        page.route(CALLBACK + "*", lambda route: route.fulfill(status=200, body="back"))
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            running = pool.submit(anyio.run, agent)
+            page.goto(to_open.get(timeout=60))
+            page.fill("#token", ledger.alice)
+            page.click("#sign-in-form button[type=submit]")
+            expect(page.locator("#consent")).to_be_visible()
+            expect(page.locator("#consent-text")).to_contain_text("Trip planner")
+            expect(page.locator("#consent-scopes")).to_contain_text("memory:write")
+            with page.expect_request(lambda request: request.url.startswith(CALLBACK)) as sent:
+                page.click("#consent-grant")
+            came_back.put(sent.value.url)
+            assert running.result(timeout=60) == ["Alice drinks green tea"]

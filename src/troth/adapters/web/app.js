@@ -203,6 +203,36 @@ function show(name) {
   refresh();
 }
 
+// -- an application asking for access (OAuth consent) ------------------------------------
+
+const SCOPE_WORDS = {
+  "memory:read": "read and search your memories",
+  "memory:write": "propose memories (they wait for your approval here) and forget memories",
+  "memory.sensitive:read": "see your sensitive memories (health, finance, location …)",
+};
+
+function consentId() { return new URLSearchParams(window.location.search).get("consent"); }
+
+async function showConsent(id) {
+  const request = await api("GET", `/api/oauth/consent/${encodeURIComponent(id)}`);
+  $("consent-text").textContent =
+    `${request.client_name} asks to act on your memory as ${request.principal}. It may:`;
+  $("consent-scopes").replaceChildren(...request.scopes.map((scope) =>
+    el("li", { text: `${SCOPE_WORDS[scope] || scope} (${scope})` })));
+  $("consent-where").textContent = `Either way you go back to ${request.redirect_uri}.`;
+  $("consent").hidden = false;
+}
+
+async function decide(grant) {
+  try {
+    const answer = await api("POST", `/api/oauth/consent/${encodeURIComponent(consentId())}`, { grant });
+    say(grant ? "Access granted." : "Access refused.", "ok");
+    window.location.assign(answer.redirect);
+  } catch (error) {
+    say(error.message, "error");
+  }
+}
+
 // -- signing in -------------------------------------------------------------------------
 
 async function signIn(value) {
@@ -219,6 +249,7 @@ async function signIn(value) {
     $("app").hidden = false;
     $("sign-in-error").textContent = "";
     show("inbox");
+    if (consentId()) { showConsent(consentId()).catch((error) => say(error.message, "error")); }
   } catch (error) {
     sessionStorage.removeItem(KEY);
     $("sign-in-error").textContent = error.message;
@@ -250,5 +281,7 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("verify").addEventListener("click", () => verify().catch((error) => say(error.message, "error")));
   $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
+  $("consent-grant").addEventListener("click", () => decide(true));
+  $("consent-refuse").addEventListener("click", () => decide(false));
   if (token()) { signIn(token()); }
 });
