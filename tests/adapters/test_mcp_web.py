@@ -70,6 +70,7 @@ def test_an_oauth_client_is_granted_access_on_the_consent_screen(
 ) -> None:
     """The SDK's OAuth client in one thread; the person signs in and grants in Chromium."""
     with LiveServer(ledger, public=True) as live:
+        storage = Remembered()
         to_open: Queue[str] = Queue()
         came_back: Queue[str] = Queue()
 
@@ -89,7 +90,7 @@ def test_an_oauth_client_is_granted_access_on_the_consent_screen(
                 grant_types=["authorization_code"],
                 response_types=["code"],
             ),
-            storage=Remembered(),
+            storage=storage,
             redirect_handler=open_browser,
             callback_handler=callback,
         )
@@ -117,3 +118,22 @@ def test_an_oauth_client_is_granted_access_on_the_consent_screen(
                 page.click("#consent-grant")
             came_back.put(sent.value.url)
             assert running.result(timeout=60) == ["Alice drinks green tea"]
+
+        # The grant is listed on the page with the agents acting for her; she revokes it.
+        page.goto(live.url + "/")
+        page.click("nav button[data-view=agents]")
+        granted = page.locator("#agents-list li", has_text="OAuth: Trip planner")
+        expect(granted).to_contain_text("memory:read, memory:write")
+        granted.locator("button", has_text="Revoke").click()
+        expect(page.locator("#status")).to_have_text("Revoked.")
+        assert storage.tokens is not None
+        refused = httpx2.post(
+            f"{live.url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {storage.tokens.access_token}",
+            },
+            timeout=10,
+        )
+        assert refused.status_code == 401

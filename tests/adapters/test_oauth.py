@@ -254,3 +254,23 @@ def test_an_agent_cannot_consent_and_another_resource_is_refused(
     assert by_agent.status_code == 403
     assert by_agent.json()["error"] == "denied"
     assert httpx2.get(api, headers=auth("troth_nope")).status_code == 401
+
+
+def test_the_person_lists_and_revokes_the_agents_acting_for_them(
+    ledger: Ledger, live: LiveServer
+) -> None:
+    listed = httpx2.get(f"{live.url}/api/agents", headers=auth(ledger.alice), timeout=10)
+    assert listed.status_code == 200
+    agents = listed.json()["tokens"]
+    # alice's agent and reader, not bob's agent nor her own tokens
+    assert sorted(t["principal"] for t in agents) == ["agent:assistant", "agent:reader"]
+    assert all("secret" not in str(t) and "hash" not in str(t) for t in agents)
+    assert httpx2.get(f"{live.url}/api/agents", headers=auth(ledger.agent)).status_code == 403
+    reader = next(t["id"] for t in agents if t["principal"] == "agent:reader")
+    by_bob = httpx2.post(f"{live.url}/api/agents/{reader}/revoke", headers=auth(ledger.bob))
+    assert by_bob.status_code == 404  # not his to revoke, nor to know of
+    done = httpx2.post(f"{live.url}/api/agents/{reader}/revoke", headers=auth(ledger.alice))
+    assert done.status_code == 200
+    assert done.json()["revoked_at"] is not None
+    with_it = httpx2.get(f"{live.url}/api/me", headers=auth(ledger.reader), timeout=10)
+    assert with_it.status_code == 401

@@ -277,9 +277,7 @@ class AuthorizationServer:
 
     async def _consent_api(self, request: Request) -> Response:
         try:
-            scheme, _, value = request.headers.get("authorization", "").partition(" ")
-            token = value.strip() if scheme.lower() == "bearer" else None
-            person = await anyio.to_thread.run_sync(self.tokens.authenticate, token)
+            person = await caller(self.tokens, request)
             consent_id = request.path_params["consent_id"]
             if request.method == "GET":
                 person.require_review("see an application's access request")
@@ -294,3 +292,54 @@ class AuthorizationServer:
             return JSONResponse({"redirect": self.decide(consent_id, person, grant=decision)})
         except TrothError as error:
             return error_response(error)
+
+
+async def caller(tokens: Tokens, request: Request) -> Grant:
+    """The grant of a request's bearer token (AuthenticationError without one)."""
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    token = value.strip() if scheme.lower() == "bearer" else None
+    return await anyio.to_thread.run_sync(tokens.authenticate, token)
+
+
+def agent_routes(tokens: Tokens) -> list[Route]:
+    """The page's list of the tokens that act for the signed-in person, and their revocation.
+
+    Those issued through OAuth and those made with ``troth token create --on-behalf-of``
+    alike: the person sees every agent that can reach their ledger and can cut any off.
+    """
+
+    def acting_for(person: Grant) -> list[dict[str, Any]]:
+        return [
+            t.to_dict()
+            for t in tokens.records()
+            if t.on_behalf_of == person.principal and t.principal != person.principal
+        ]
+
+    async def listing(request: Request) -> Response:
+        try:
+            person = await caller(tokens, request)
+            person.require_review("see the agents that act for you")
+            found = await anyio.to_thread.run_sync(acting_for, person)
+            return JSONResponse({"tokens": found})
+        except TrothError as error:
+            return error_response(error)
+
+    async def revoke(request: Request) -> Response:
+        try:
+            person = await caller(tokens, request)
+            person.require_review("revoke an agent's access")
+            token_id = request.path_params["token_id"]
+            mine = await anyio.to_thread.run_sync(acting_for, person)
+            if not any(t["id"] == token_id and t["revoked_at"] is None for t in mine):
+                raise NotFoundError(
+                    f"no active token {token_id} acts for {person.principal}", id=token_id
+                )
+            done = await anyio.to_thread.run_sync(tokens.revoke, token_id)
+            return JSONResponse(done.to_dict())
+        except TrothError as error:
+            return error_response(error)
+
+    return [
+        Route("/api/agents", listing, methods=["GET"]),
+        Route("/api/agents/{token_id}/revoke", revoke, methods=["POST"]),
+    ]

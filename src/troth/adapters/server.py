@@ -33,7 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from troth.adapters.http import create_api, error_response
 from troth.adapters.mcp import GRANT_KEY, ToolNames, create_mcp
 from troth.adapters.oauth import ProtectedResource
-from troth.adapters.oauth_server import AuthorizationServer
+from troth.adapters.oauth_server import AuthorizationServer, agent_routes
 from troth.core.access import Grant
 from troth.core.errors import TrothError
 from troth.service.memory import Memory
@@ -227,6 +227,7 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
         MCP_PATH, public_url=options.public_url, issuer=options.oauth_issuer
     )
     api.router.routes.extend(resource.routes())
+    api.router.routes.extend(agent_routes(tokens))
     if options.public_url and not options.oauth_issuer:
         # The issuer is a fixed URL (clients compare it as a string), so troth's own
         # authorization server runs only where the server knows the URL it is reached at.

@@ -165,6 +165,8 @@ async function refresh() {
       fill("all-list", page.memories, "No memories yet.");
     } else if (view === "search" && $("search-q").value.trim()) {
       await search();
+    } else if (view === "agents") {
+      await agents();
     }
   } catch (error) {
     say(error.message, "error");
@@ -176,6 +178,24 @@ async function search() {
   const found = await api("GET", "/api/search?" + new URLSearchParams({ q, limit: "50" }));
   const memories = await Promise.all(found.hits.map((h) => api("GET", `/api/memories/${h.id}`)));
   fill("search-list", memories, "Nothing found.");
+}
+
+async function agents() {
+  const found = await api("GET", "/api/agents");
+  const list = $("agents-list");
+  list.replaceChildren(...found.tokens.map((t) => {
+    const item = el("li", { class: "memory", "data-id": t.id });
+    item.append(el("p", { class: "content", text: `${t.principal}${t.label ? " — " + t.label : ""}` }));
+    const state = t.revoked_at ? "revoked " + t.revoked_at : (t.expires_at ? "expires " + t.expires_at : "never expires");
+    item.append(el("p", { class: "meta", text: [t.scopes.join(", "), "since " + t.created_at, state, t.id].join(" · ") }));
+    if (!t.revoked_at) {
+      const actions = el("div", { class: "actions" });
+      actions.append(button("Revoke", () => act("Revoked.", () => api("POST", `/api/agents/${t.id}/revoke`, {})), "danger"));
+      item.append(actions);
+    }
+    return item;
+  }));
+  if (!found.tokens.length) { list.append(el("li", { class: "hint", text: "No agent acts for you." })); }
 }
 
 async function verify() {
