@@ -14,6 +14,7 @@ stdio. Layout of the application::
 from __future__ import annotations
 
 import ipaddress
+import os
 import sys
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -82,8 +83,9 @@ class Guard:
 
     The review page keeps its token in the tab's ``sessionStorage`` and sends it in the
     ``Authorization`` header, which a browser never attaches on its own; on top of that,
-    any POST/PUT/PATCH/DELETE carrying an ``Origin`` other than this server's is refused,
-    and no CORS header is ever sent.
+    any POST/PUT/PATCH/DELETE carrying an ``Origin`` other than this server's is refused
+    (but on the OAuth client endpoints, which act on no ambient credential), and only the
+    OAuth endpoints and metadata send CORS headers (the MCP SDK's, docs/api.md).
     """
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] | None) -> None:
@@ -322,7 +324,12 @@ def serve(
         banner(host=host, port=port, principal=principal, token=token, tls=tls, existing=existing),
         flush=True,
     )
-    public_url = f"{'https' if tls else 'http'}://{f'[{host}]' if ':' in host else host}:{port}"
+    # The URL clients reach the server at: the OAuth issuer and the resource its tokens are
+    # for. Behind a reverse proxy it is not the bound address: TROTH_PUBLIC_URL says it.
+    shown = f"[{host}]" if ":" in host else host
+    public_url = os.environ.get("TROTH_PUBLIC_URL") or (
+        f"{'https' if tls else 'http'}://{shown}:{port}"
+    )
     options = ServerOptions(host=host, tool_names=tool_names, public_url=public_url)
     app = create_app(memory, tokens, options)
     config: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
