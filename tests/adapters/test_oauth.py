@@ -25,6 +25,7 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 
 from tests.adapters.conftest import ALICE, Ledger, LiveServer, auth
+from troth.adapters import oauth_server
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -133,7 +134,7 @@ class Person:
             sent = await browser.get(authorize_url)
             assert sent.status_code == 302, sent.text
             page = urlsplit(sent.headers["location"])
-            assert page.path == "/"
+            assert page.path == "/", sent.headers["location"]
             consent = parse_qs(page.query)["consent"][0]
             api = f"{self.live.url}/api/oauth/consent/{consent}"
             shown = await browser.get(api, headers=auth(self.token))
@@ -150,7 +151,9 @@ class Person:
         return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
 
 
-def oauth_client(live: LiveServer, person: Person, storage: Remembered) -> OAuthClientProvider:
+def oauth_client(
+    live: LiveServer, person: Person, storage: Remembered, *, metadata_url: str | None = None
+) -> OAuthClientProvider:
     return OAuthClientProvider(
         server_url=f"{live.url}/mcp",
         client_metadata=OAuthClientMetadata(
@@ -163,6 +166,7 @@ def oauth_client(live: LiveServer, person: Person, storage: Remembered) -> OAuth
         storage=storage,
         redirect_handler=person.open,
         callback_handler=person.callback,
+        client_metadata_url=metadata_url,
     )
 
 
@@ -274,3 +278,54 @@ def test_the_person_lists_and_revokes_the_agents_acting_for_them(
     assert done.json()["revoked_at"] is not None
     with_it = httpx2.get(f"{live.url}/api/me", headers=auth(ledger.reader), timeout=10)
     assert with_it.status_code == 401
+
+
+def test_a_client_identified_by_its_metadata_document_needs_no_registration(
+    ledger: Ledger, public: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document_url = "https://planner.example/oauth/client.json"
+    fetched: list[str] = []
+
+    async def fetch(url: str) -> dict[str, object]:
+        fetched.append(url)
+        return {
+            "client_id": document_url,
+            "client_name": "Planner (hosted)",
+            "redirect_uris": [CALLBACK],
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+        }
+
+    monkeypatch.setattr(oauth_server, "fetch_client_document", fetch)
+    described = httpx2.get(f"{public.url}/.well-known/oauth-authorization-server").json()
+    assert described["issuer"] == public.url
+    assert described["client_id_metadata_document_supported"] is True
+    person = Person(public, ledger.alice, grant=True)
+    provider = oauth_client(public, person, Remembered(), metadata_url=document_url)
+    tools = anyio.run(tools_through_oauth, public, provider)
+    assert "memory.write" in tools
+    assert fetched
+    assert set(fetched) == {document_url}
+    assert person.seen["client_id"] == document_url
+    assert person.seen["client_name"] == "Planner (hosted)"
+    issued = [t for t in ledger.tokens.records() if t.label == "OAuth: Planner (hosted)"]
+    assert [t.on_behalf_of for t in issued] == [ALICE]
+
+
+def test_a_metadata_document_that_names_another_client_is_not_that_client(
+    ledger: Ledger, public: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def fetch(url: str) -> dict[str, object]:
+        return {"client_id": "https://elsewhere.example/c.json", "redirect_uris": [CALLBACK]}
+
+    monkeypatch.setattr(oauth_server, "fetch_client_document", fetch)
+    query = {
+        "client_id": "https://planner.example/oauth/client.json",
+        "response_type": "code",
+        "redirect_uri": CALLBACK,
+        "code_challenge": "x" * 43,
+        "code_challenge_method": "S256",
+    }
+    refused = httpx2.get(f"{public.url}/authorize", params=query)
+    assert refused.status_code == 400
+    assert "client" in refused.text.lower()

@@ -5,7 +5,8 @@ The MCP SDK provides the endpoints (``create_auth_routes``: authorization server
 ``/revoke``); this module is the provider behind them, plus the consent API the review page
 calls. The flow:
 
-1. a client registers (``/register``) and sends the person to ``/authorize``;
+1. a client registers (``/register``) — or uses the URL of its client ID metadata document as
+   its ``client_id``, fetched when first seen — and sends the person to ``/authorize``;
 2. :meth:`AuthorizationServer.authorize` keeps the request and sends the browser to the
    review page (``/?consent=<id>``), where the person signs in as themselves;
 3. the page shows which client asks for which scopes (``GET /api/oauth/consent/<id>``); the
@@ -24,13 +25,17 @@ again; issued tokens stay valid, they are in the store). No refresh tokens are i
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio.to_thread
+import httpx2
+from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -40,7 +45,8 @@ from mcp.server.auth.provider import (
     TokenError,
     construct_redirect_uri,
 )
-from mcp.server.auth.routes import create_auth_routes
+from mcp.server.auth.routes import build_metadata as sdk_metadata
+from mcp.server.auth.routes import cors_middleware, create_auth_routes
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
@@ -54,6 +60,10 @@ from troth.core.errors import AuthenticationError, InvalidInputError, NotFoundEr
 from troth.service.base import parse_time
 from troth.service.tokens import Tokens
 
+METADATA_ROUTE = "/.well-known/oauth-authorization-server"
+#: The most a client ID metadata document may weigh, and how long fetching it may take.
+DOCUMENT_BYTES = 64 * 1024
+DOCUMENT_SECONDS = 5.0
 CONSENT_SECONDS = 600
 CODE_SECONDS = 300
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -82,9 +92,30 @@ class Consent:
 
 
 def client_principal(client: OAuthClientInformationFull) -> str:
-    """The agent principal a client's tokens carry: its name and the start of its id."""
+    """The agent principal a client's tokens carry: its name, and a digest of its id that
+    tells two clients of the same name apart (an id may be a URL, which no principal holds)."""
     name = _UNSAFE.sub("-", client.client_name or "client").strip("-")[:48] or "client"
-    return f"agent:{name}-{(client.client_id or '')[:8]}"
+    digest = hashlib.sha256((client.client_id or "").encode("utf-8")).hexdigest()[:8]
+    return f"agent:{name}-{digest}"
+
+
+def is_metadata_url(client_id: str) -> bool:
+    """Whether a client id is a client ID metadata document's URL (https, with a path)."""
+    parts = urlsplit(client_id)
+    return parts.scheme == "https" and parts.path not in ("", "/") and not parts.fragment
+
+
+async def fetch_client_document(url: str) -> dict[str, Any]:
+    """A client ID metadata document: JSON at ``url``, fetched without following redirects,
+    small and quickly, since any client can make the server fetch it."""
+    async with httpx2.AsyncClient(timeout=DOCUMENT_SECONDS, follow_redirects=False) as http:
+        answer = await http.get(url, headers={"Accept": "application/json"})
+    if answer.status_code != 200 or len(answer.content) > DOCUMENT_BYTES:
+        raise ValueError(f"no client ID metadata document at {url}")
+    document = answer.json()
+    if not isinstance(document, dict):
+        raise ValueError(f"the client ID metadata document at {url} is not a JSON object")
+    return document
 
 
 class AuthorizationServer:
@@ -101,8 +132,20 @@ class AuthorizationServer:
     # -- clients ------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        """A registered client."""
-        return self.clients.get(client_id)
+        """A registered client, or one whose id is its client ID metadata document's URL."""
+        known = self.clients.get(client_id)
+        if known is not None or not is_metadata_url(client_id):
+            return known
+        try:
+            document = await fetch_client_document(client_id)
+            client = OAuthClientInformationFull.model_validate(
+                # Like a registration without scopes: what an agent may be granted.
+                {"token_endpoint_auth_method": "none", "scope": " ".join(GRANTABLE), **document}
+            )
+        except (ValueError, httpx2.HTTPError):
+            return None
+        # The document must name itself: a copy served elsewhere is not that client.
+        return client if client.client_id == client_id else None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         """Keep a client registered through ``/register``."""
@@ -256,22 +299,41 @@ class AuthorizationServer:
 
     def routes(self) -> list[Route]:
         """The SDK's OAuth endpoints over this provider, and the consent API of the page."""
+        # Through AuthSettings, whose URLs keep a path-less issuer exact (no "/" added):
+        # clients compare the issuer as a string.
+        issuer_url = AuthSettings.model_validate(
+            {"issuer_url": self.issuer, "resource_server_url": None}
+        ).issuer_url
+        registration = ClientRegistrationOptions(
+            enabled=True, valid_scopes=list(GRANTABLE), default_scopes=list(AGENT_DEFAULT_SCOPES)
+        )
         sdk = create_auth_routes(
             self,
-            # Through AuthSettings, whose URLs keep a path-less issuer exact (no "/" added):
-            # clients compare the issuer as a string.
-            issuer_url=AuthSettings.model_validate(
-                {"issuer_url": self.issuer, "resource_server_url": None}
-            ).issuer_url,
-            client_registration_options=ClientRegistrationOptions(
-                enabled=True,
-                valid_scopes=list(GRANTABLE),
-                default_scopes=list(AGENT_DEFAULT_SCOPES),
-            ),
+            issuer_url=issuer_url,
+            client_registration_options=registration,
             revocation_options=RevocationOptions(enabled=True),
         )
+        # The SDK's metadata, plus what it does not say: client ID metadata documents are
+        # accepted, by public clients (no secret at /token).
+        metadata = sdk_metadata(
+            issuer_url,
+            None,
+            registration,
+            RevocationOptions(enabled=True),
+        )
+        metadata.client_id_metadata_document_supported = True
+        metadata.token_endpoint_auth_methods_supported = [
+            "none",
+            *(metadata.token_endpoint_auth_methods_supported or ()),
+        ]
+        described = Route(
+            METADATA_ROUTE,
+            endpoint=cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"]),
+            methods=["GET", "OPTIONS"],
+        )
         return [
-            *sdk,
+            described,
+            *(route for route in sdk if route.path != METADATA_ROUTE),
             Route("/api/oauth/consent/{consent_id}", self._consent_api, methods=["GET", "POST"]),
         ]
 
