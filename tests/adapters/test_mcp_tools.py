@@ -29,6 +29,7 @@ from tests.adapters.conftest import AGENT, ALICE, Ledger, LiveServer, auth
 from troth.adapters.mcp import create_mcp
 from troth.core.access import Grant
 from troth.formats.uaix import CHECKPOINT_CREATE, build_request, encode
+from troth.service.scoped import ScopedMemory
 
 # name: (title, readOnly, destructive, idempotent, required arguments, optional arguments)
 EXPECTED: dict[str, tuple[str, bool, bool, bool, set[str], set[str]]] = {
@@ -542,3 +543,20 @@ def test_memories_are_resources_and_the_prompt_proposes_memories(ledger: Ledger)
         assert "food" in words
 
     in_process(ledger, AGENT_GRANT, drive)
+
+
+def test_a_fault_inside_the_server_is_a_sentence_and_keeps_its_details_in_the_log(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*_: object, **__: object) -> object:
+        raise RuntimeError("disk says /var/secret/path is gone")
+
+    monkeypatch.setattr(ScopedMemory, "search", broken)
+
+    async def drive(client: Client) -> None:
+        text = await refused(client, "memory.search", {"query": "tea"}, "internal_error")
+        assert text.startswith("memory.search failed inside the server; the server log")
+        assert "secret" not in text
+
+    in_process(ledger, AGENT_GRANT, drive)
+    assert "disk says /var/secret/path is gone" in caplog.text
