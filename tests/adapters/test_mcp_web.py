@@ -11,14 +11,12 @@ import anyio
 import anyio.to_thread
 import httpx2
 from mcp import Client
-from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from mcp.shared.auth import AuthorizationCodeResult
 from playwright.sync_api import Page, expect
-from pydantic import AnyUrl
 
 from tests.adapters.conftest import ALICE, Ledger, LiveServer, auth
-from tests.adapters.test_oauth import CALLBACK, Remembered
+from tests.adapters.test_oauth import CALLBACK, Remembered, oauth_client
 from tests.adapters.test_web import browser, page, sign_in
 
 __all__ = ["browser", "page"]  # the browser fixtures, shared with test_web
@@ -82,18 +80,7 @@ def test_an_oauth_client_is_granted_access_on_the_consent_screen(
             query = parse_qs(urlsplit(back).query)
             return AuthorizationCodeResult(code=query["code"][0], state=query["state"][0])
 
-        provider = OAuthClientProvider(
-            server_url=f"{live.url}/mcp",
-            client_metadata=OAuthClientMetadata(
-                client_name="Trip planner",
-                redirect_uris=[AnyUrl(CALLBACK)],
-                grant_types=["authorization_code"],
-                response_types=["code"],
-            ),
-            storage=storage,
-            redirect_handler=open_browser,
-            callback_handler=callback,
-        )
+        provider = oauth_client(live, (open_browser, callback), storage)
 
         async def agent() -> list[str]:
             async with (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -151,9 +151,19 @@ class Person:
         return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
 
 
+Opener = Callable[[str], Awaitable[None]]
+Callback = Callable[[], Awaitable[AuthorizationCodeResult]]
+
+
 def oauth_client(
-    live: LiveServer, person: Person, storage: Remembered, *, metadata_url: str | None = None
+    live: LiveServer,
+    person: Person | tuple[Opener, Callback],
+    storage: Remembered,
+    *,
+    metadata_url: str | None = None,
 ) -> OAuthClientProvider:
+    """The SDK's OAuth client; the person opens the authorization URL and hands back the code."""
+    opener, callback = (person.open, person.callback) if isinstance(person, Person) else person
     return OAuthClientProvider(
         server_url=f"{live.url}/mcp",
         client_metadata=OAuthClientMetadata(
@@ -164,8 +174,8 @@ def oauth_client(
             scope="memory:read memory:write",
         ),
         storage=storage,
-        redirect_handler=person.open,
-        callback_handler=person.callback,
+        redirect_handler=opener,
+        callback_handler=callback,
         client_metadata_url=metadata_url,
     )
 
