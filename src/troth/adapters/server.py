@@ -8,6 +8,9 @@ stdio. Layout of the application::
     └── Dispatch     /mcp → McpAuth → the MCP SDK's streamable HTTP app
                      else → the FastAPI app: /api/…, /openapi.json, /.well-known/pcp.json,
                             /.well-known/oauth-protected-resource[/mcp] (oauth.py),
+                            the OAuth authorization server (oauth_server.py: its metadata,
+                            /register, /authorize, /token, /revoke, /api/oauth/consent/…),
+                            /api/agents,
                             / (the review page) and /web/… (its static files)
 """
 
