@@ -6,7 +6,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -79,12 +79,17 @@ def client(ledger: Ledger) -> Iterator[TestClient]:
 class LiveServer:
     """uvicorn on a free loopback port in a thread, for clients that need real HTTP."""
 
-    def __init__(self, ledger: Ledger, options: ServerOptions | None = None) -> None:
-        app = create_app(ledger.memory, ledger.tokens, options or ServerOptions())
+    def __init__(
+        self, ledger: Ledger, options: ServerOptions | None = None, *, public: bool = False
+    ) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        options = options or ServerOptions()
+        if public:  # the server knows its URL, as under `troth serve`: OAuth is served
+            options = replace(options, public_url=self.url)
+        app = create_app(ledger.memory, ledger.tokens, options)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
         )

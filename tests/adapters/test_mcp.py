@@ -23,10 +23,15 @@ TOOLS = {
     "memory.search",
     "memory.read",
     "memory.write",
+    "memory.update",
     "memory.list",
+    "memory.proposals",
     "memory.forget",
     "context.brief",
     "audit.list",
+    "checkpoint.create",
+    "checkpoint.drift_audit",
+    "checkpoint.restore_brief",
     "checkpoint.handle",
 }
 Call = Callable[[str, dict[str, Any]], Awaitable[Any]]

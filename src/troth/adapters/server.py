@@ -7,12 +7,17 @@ stdio. Layout of the application::
                      request, security headers on every answer
     └── Dispatch     /mcp → McpAuth → the MCP SDK's streamable HTTP app
                      else → the FastAPI app: /api/…, /openapi.json, /.well-known/pcp.json,
+                            /.well-known/oauth-protected-resource[/mcp] (oauth.py),
+                            the OAuth authorization server (oauth_server.py: its metadata,
+                            /register, /authorize, /token, /revoke, /api/oauth/consent/…),
+                            /api/counts, /api/tokens … (http_ledger.py),
                             / (the review page) and /web/… (its static files)
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import sys
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -32,6 +37,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from troth.adapters.http import create_api, error_response
 from troth.adapters.http_ledger import ledger_router
 from troth.adapters.mcp import GRANT_KEY, ToolNames, create_mcp
+from troth.adapters.oauth import ProtectedResource
+from troth.adapters.oauth_server import AuthorizationServer
 from troth.core.access import Grant
 from troth.core.errors import TrothError
 from troth.service.memory import Memory
@@ -42,6 +49,9 @@ DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: OAuth endpoints an in-browser client calls cross-site; they act on no ambient credential
+#: (the client authenticates in the request itself), so there is no request to forge.
+CROSS_SITE_PATHS = frozenset({"/token", "/register", "/revoke"})
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
@@ -77,8 +87,9 @@ class Guard:
 
     The review page keeps its token in the tab's ``sessionStorage`` and sends it in the
     ``Authorization`` header, which a browser never attaches on its own; on top of that,
-    any POST/PUT/PATCH/DELETE carrying an ``Origin`` other than this server's is refused,
-    and no CORS header is ever sent.
+    any POST/PUT/PATCH/DELETE carrying an ``Origin`` other than this server's is refused
+    (but on the OAuth client endpoints, which act on no ambient credential), and only the
+    OAuth endpoints and metadata send CORS headers (the MCP SDK's, docs/api.md).
     """
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] | None) -> None:
@@ -95,7 +106,8 @@ class Guard:
             await _refuse(scope, receive, send, 421, "this server does not answer for that host")
             return
         origin = headers.get("origin")
-        if scope["method"] not in SAFE_METHODS and origin is not None:
+        unsafe = scope["method"] not in SAFE_METHODS and scope.get("path") not in CROSS_SITE_PATHS
+        if unsafe and origin is not None:
             parts = urlsplit(origin)
             if origin == "null" or parts.netloc != host or parts.scheme not in ("http", "https"):
                 await _refuse(
@@ -123,11 +135,16 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, messa
 
 
 class McpAuth:
-    """Authenticate each MCP HTTP request with the same bearer tokens as the HTTP API."""
+    """Authenticate each MCP HTTP request with the same bearer tokens as the HTTP API.
 
-    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+    A refusal is a 401 whose challenge names the protected resource metadata
+    (``oauth.ProtectedResource``), where an OAuth client starts its discovery.
+    """
+
+    def __init__(self, app: ASGIApp, tokens: Tokens, resource: ProtectedResource) -> None:
         self.app = app
         self.tokens = tokens
+        self.resource = resource
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -142,7 +159,12 @@ class McpAuth:
         try:
             grant: Grant = await anyio.to_thread.run_sync(self.tokens.authenticate, token)
         except TrothError as error:
-            await error_response(error)(scope, receive, send)
+            response = error_response(error)
+            if response.status_code == 401:
+                response.headers["WWW-Authenticate"] = self.resource.challenge(
+                    scope, presented=bool(value)
+                )
+            await response(scope, receive, send)
             return
         await self.app({**scope, GRANT_KEY: grant}, receive, send)
 
@@ -169,6 +191,11 @@ class ServerOptions:
     host: str = DEFAULT_HOST
     tool_names: ToolNames = "dotted"
     allowed_hosts: tuple[str, ...] | None = None
+    #: The URL clients reach this server at, when it is not what requests say (a proxy).
+    public_url: str | None = None
+    #: The OAuth authorization server named in the protected resource metadata (default:
+    #: this server's origin).
+    oauth_issuer: str | None = None
 
     def hosts(self) -> tuple[str, ...] | None:
         """The Host allow-list: loopback names when bound to loopback, else as configured."""
@@ -203,6 +230,16 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
 
     api = create_api(memory, tokens, lifespan=lifespan, mcp_path=MCP_PATH, recalls=recalls)
     api.include_router(ledger_router())
+    resource = ProtectedResource(
+        MCP_PATH, public_url=options.public_url, issuer=options.oauth_issuer
+    )
+    api.router.routes.extend(resource.routes())
+    if options.public_url and not options.oauth_issuer:
+        # The issuer is a fixed URL (clients compare it as a string), so troth's own
+        # authorization server runs only where the server knows the URL it is reached at.
+        public = options.public_url.rstrip("/")
+        issuer = AuthorizationServer(tokens, issuer=public, resource=public + MCP_PATH)
+        api.router.routes.extend(issuer.routes())
     root = web_root()
     api.mount("/web", StaticFiles(directory=root), name="web")
 
@@ -215,7 +252,7 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
     def page() -> FileResponse:
         return FileResponse(f"{root}/index.html", media_type="text/html")
 
-    return Guard(Dispatch(api, McpAuth(mcp_app, tokens)), options.hosts())
+    return Guard(Dispatch(api, McpAuth(mcp_app, tokens, resource)), options.hosts())
 
 
 def banner(
@@ -304,7 +341,14 @@ def serve(
         ),
         flush=True,
     )
-    app = create_app(memory, tokens, ServerOptions(host=host, tool_names=tool_names))
+    # The URL clients reach the server at: the OAuth issuer and the resource its tokens are
+    # for. Behind a reverse proxy it is not the bound address: TROTH_PUBLIC_URL says it.
+    shown = f"[{host}]" if ":" in host else host
+    public_url = os.environ.get("TROTH_PUBLIC_URL") or (
+        f"{'https' if tls else 'http'}://{shown}:{port}"
+    )
+    options = ServerOptions(host=host, tool_names=tool_names, public_url=public_url)
+    app = create_app(memory, tokens, options)
     config: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
     if tls:
         config.update(ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile)

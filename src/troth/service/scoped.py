@@ -111,9 +111,21 @@ class ScopedMemory:
         return items, total
 
     def search(
-        self, text: str, *, limit: int = 10, kinds: tuple[str, ...] | None = None
+        self,
+        text: str,
+        *,
+        limit: int = 10,
+        kinds: tuple[str, ...] | None = None,
+        tags: tuple[str, ...] = (),
+        valid_on: str | None = None,
+        as_of: str | None = None,
     ) -> list[RecallHit]:
-        """The owner's active, retrievable memories that best answer ``text``."""
+        """The owner's active, retrievable memories that best answer ``text``.
+
+        ``kinds`` and ``tags`` narrow the candidates (every tag must be present),
+        ``valid_on`` keeps memories valid on that date or time, ``as_of`` answers as the
+        ledger stood then (:class:`~troth.service.recall.Query`).
+        """
         self.grant.require(READ, "search memories")
         for kind in kinds or ():
             check.choice(kind, KINDS, "kind")
@@ -123,9 +135,24 @@ class ScopedMemory:
             owner=self.owner,
             limit=limit,
             kinds=kinds or None,
+            tags=tags,
+            valid_on=valid_on,
+            as_of=as_of,
             include_sensitive=self.grant.sees_sensitive,
         )
         return self._memory.recall(query)
+
+    def proposals(self, *, limit: int = 50, offset: int = 0) -> tuple[list[MemoryRecord], int]:
+        """What this caller proposed that still waits for the person, newest first."""
+        self.grant.require(READ, "list proposed memories")
+        check.whole_number(limit, 1, MAX_LIST, "limit")
+        check.whole_number(offset, 0, 1_000_000, "offset")
+        pending = self._memory.memories(
+            self.owner,
+            MemoryFilter(statuses=("proposed",), include_sensitive=self.grant.sees_sensitive),
+        )
+        mine = [m for m in pending if m.actor == self.grant.principal]
+        return mine[offset : offset + limit], len(mine)
 
     def brief(self, task: str, *, budget_chars: int = 2000) -> Brief:
         """The most relevant active memories for a task, as lines, within ``budget_chars``."""
@@ -215,6 +242,36 @@ class ScopedMemory:
             channel=self.grant.channel(channel),
             on_behalf_of=self.grant.on_behalf_of,
             **details,
+        )
+
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        channel: str | None = None,
+        reason: str | None = None,
+    ) -> WriteResult:
+        """Supersede one of the owner's memories with new text through the caller's channel.
+
+        The replacement is decided like any write of this caller: an agent's waits for the
+        person, and the old memory stays retrievable until they approve it; a person's own
+        is kept at once and supersedes the old one.
+        """
+        self.grant.require(WRITE, "propose a corrected memory")
+        self._visible(memory_id)
+        details = {} if reason is None else {"reason": reason}
+        return self._guard(
+            memory_id,
+            lambda: self._memory.edit(
+                memory_id,
+                text,
+                actor=self.grant.principal,
+                owner=self.owner,
+                channel=self.grant.channel(channel),
+                on_behalf_of=self.grant.on_behalf_of,
+                **details,
+            ),
         )
 
     def forget(self, memory_id: str, *, reason: str | None = None) -> MemoryRecord:

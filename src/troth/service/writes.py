@@ -200,9 +200,15 @@ class MemoryWrites(MemoryBase):
         actor: str | None = None,
         owner: str | None = None,
         channel: str | None = None,
+        on_behalf_of: str | None = None,
         **details: Any,
     ) -> WriteResult:
-        """Supersede a memory with new text: a new memory; the old one leaves retrieval."""
+        """Supersede a memory with new text: a new memory; the old one leaves retrieval.
+
+        The policy decides the new memory like any write: a person's own edit is kept at
+        once, an agent's (``actor`` an agent, ``channel`` its own, ``on_behalf_of`` the
+        person) is proposed, and the old memory stays retrievable until it is approved.
+        """
         whose = self._owner_of(memory_id, owner)
         old = self._stored(whose, memory_id)
         who = self._actor(actor)
@@ -233,7 +239,7 @@ class MemoryWrites(MemoryBase):
             owner=whose,
             actor=who,
             channel=channel or self._steward_channel(who, whose),
-            on_behalf_of=None,
+            on_behalf_of=on_behalf_of,
             draft=base,
             details=details,
             supersedes=memory_id,

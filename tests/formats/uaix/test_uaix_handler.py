@@ -168,6 +168,7 @@ def test_public_api_is_sorted_and_complete() -> None:
         "integrity",
         "port",
         "redaction",
+        "requests",
         "schemas",
     }
     assert public - modules == set(uaix.__all__)

@@ -693,6 +693,30 @@ function route() {
   }
 }
 
+// -- an application asking for access (OAuth consent) ------------------------------------
+
+function consentId() { return new URLSearchParams(window.location.search).get("consent"); }
+
+async function showConsent(id) {
+  const request = await api("GET", `/api/oauth/consent/${encodeURIComponent(id)}`);
+  $("consent-text").textContent =
+    `${request.client_name} asks to act on your memory as ${request.principal}. It may:`;
+  $("consent-scopes").replaceChildren(...request.scopes.map((scope) =>
+    el("li", { text: `${SCOPE_WORDS[scope] || scope} (${scope})` })));
+  $("consent-where").textContent = `Either way you go back to ${request.redirect_uri}.`;
+  $("consent").hidden = false;
+}
+
+async function decideConsent(grant) {
+  try {
+    const answer = await api("POST", `/api/oauth/consent/${encodeURIComponent(consentId())}`, { grant });
+    say(grant ? "Access granted." : "Access refused.", "ok");
+    window.location.assign(answer.redirect);
+  } catch (error) {
+    say(error.message, "error");
+  }
+}
+
 // -- signing in -------------------------------------------------------------------------
 
 async function signIn(value) {
@@ -710,6 +734,7 @@ async function signIn(value) {
     $("app").hidden = false;
     $("sign-in-error").textContent = "";
     if (location.hash.startsWith("#memory/")) { route(); } else { show("inbox"); }
+    if (consentId()) { showConsent(consentId()).catch((error) => say(error.message, "error")); }
   } catch (error) {
     sessionStorage.removeItem(KEY);
     $("sign-in-error").textContent = error.message;
@@ -767,5 +792,7 @@ document.addEventListener("DOMContentLoaded", () => {
     b.addEventListener("click", () => download(b.dataset.export));
   }
   $("add-form").addEventListener("submit", addMemory);
+  $("consent-grant").addEventListener("click", () => decideConsent(true));
+  $("consent-refuse").addEventListener("click", () => decideConsent(false));
   if (token()) { signIn(token()); }
 });

@@ -7,7 +7,8 @@ The glue needs one call::
 where ``port`` implements :class:`CheckpointPort`. The pieces are public too: the codec
 (:func:`parse_request`, :func:`encode`), integrity (:func:`compute_checksum`, :func:`seal`,
 :func:`verify_checksum`), the checks beyond the schema, the envelope builders, redaction by
-field path, and the shipped JSON Schemas. Decisions are written in ``docs/checkpoints.md``.
+field path, the shipped JSON Schemas, and :func:`build_request`, which seals a request for
+a caller that cannot (an MCP client's model). Decisions are written in ``docs/checkpoints.md``.
 """
 
 from troth.formats.uaix.checks import (
@@ -50,6 +51,7 @@ from troth.formats.uaix.integrity import (
 )
 from troth.formats.uaix.port import CheckpointPort, InMemoryCheckpointPort, StoredReply
 from troth.formats.uaix.redaction import apply_redactions, parse_path
+from troth.formats.uaix.requests import REQUEST_LIFETIME, build_request
 from troth.formats.uaix.schemas import SCHEMA_FILES, load_schema, validator
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "ERROR_CODES",
     "ERROR_PROFILE",
     "KNOWN_EXTENSIONS",
+    "REQUEST_LIFETIME",
     "REQUEST_PROFILE",
     "REQUIRED_CONSTRAINTS",
     "RESPONSE_PROFILE",
@@ -72,6 +75,7 @@ __all__ = [
     "StoredReply",
     "apply_redactions",
     "build_error",
+    "build_request",
     "build_response",
     "canonical_bytes",
     "check_delivery",
