@@ -55,8 +55,8 @@ def test_the_person_approves_an_agents_correction_on_the_page(
     inbox = page.locator("#inbox-list")
     item = inbox.locator(f'li[data-id="{proposed["id"]}"]')
     expect(item).to_contain_text("Dr Braun")
-    item.locator("button", has_text="Approve").click()
-    expect(page.locator("#status")).to_have_text("Approved.")
+    item.locator("button.approve").click()
+    expect(page.locator("#status")).to_contain_text("Approved")
 
     hits = agent_calls(live, ledger.agent, "memory.search", {"query": "dentist"})["hits"]
     assert [h["content"] for h in hits] == ["Alice's dentist is Dr Braun"]
