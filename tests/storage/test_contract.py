@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import StepClock, vector_facade
+from tests.storage import raw
 from troth.config import load_policy
 from troth.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, verify
 from troth.core.checkpoints import StoredReply
@@ -552,3 +553,25 @@ def test_get_many_reads_one_owners_memories_by_id(any_store: Store) -> None:
     assert found[tea.id].content == "green tea in the morning"
     assert any_store.get_many(ALICE, []) == {}
     assert set(any_store.get_many(BOB, [theirs.id, tea.id])) == {theirs.id}
+
+
+def test_a_projection_column_changed_behind_the_ledger_is_named_by_verify(
+    any_store: Store,
+) -> None:
+    # A forgotten memory whose indexed columns were set back to active and retrievable
+    # would be listed and recalled again: both backends must name the column.
+    memory = facade(any_store)
+    made = memory.remember("I owe Bob 10 euros")
+    memory.forget(made.id, reason="paid")
+    true = "true" if raw.is_postgres(any_store) else "1"
+    raw.execute(
+        any_store,
+        f"UPDATE memories SET status = 'active', retrievable = {true} WHERE id = ?",
+        (made.id,),
+    )
+    [report] = memory.verify()
+    assert report.chain.ok
+    assert not report.ok
+    assert report.mismatch is not None
+    assert report.mismatch["memory"] == made.id
+    assert report.mismatch["field"] in ("status", "retrievable")

@@ -30,7 +30,7 @@ from psycopg import sql
 from troth.core.access import TokenRecord
 from troth.core.chain import Entry, sha256_hex
 from troth.core.checkpoints import StoredReply
-from troth.core.errors import InvalidInputError, StorageError
+from troth.core.errors import IntegrityError, InvalidInputError, StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
@@ -43,8 +43,11 @@ from troth.storage.rows import (
     stored_json,
     token_record,
 )
+from troth.storage.sql import PROJECTION_COLUMNS, checked_projection
 
 TEXT_SEARCH_CONFIG = "english"
+# The projection columns verify holds against each stored document (see ``projection``).
+_CHECKED_COLUMNS = (*PROJECTION_COLUMNS, "tags", "digest")
 # Tables that hold erasable text; compact() rewrites them after an erasure.
 ERASABLE_TABLES = ("ledger", "memories", "checkpoint_replies")
 _MIGRATION_LOCK = 0x6C6D5F6D6967  # "lm_mig": one migrator at a time
@@ -814,10 +817,35 @@ class PostgresStore:
         return int(row[0]) if row else 0
 
     def projection(self, owner: str) -> dict[str, MemoryRecord]:
-        """The stored projection of one owner."""
-        rows = self._connection().execute("SELECT doc FROM memories WHERE owner = %s", (owner,))
-        memories = (memory_from_doc(r[0]) for r in rows)
-        return {m.id: m for m in memories}
+        """The stored projection of one owner, each indexed column held against its document.
+
+        Beyond the columns both stores keep (``storage.sql.PROJECTION_COLUMNS``) this one
+        checks ``tags``, the text ``digest`` and the full-text ``body``; the first that
+        disagrees raises an IntegrityError naming the memory and the field.
+        """
+        db = self._connection()
+        rows = db.execute(
+            f"SELECT doc, {', '.join(_CHECKED_COLUMNS)} FROM memories WHERE owner = %s",
+            (owner,),
+        )
+        memories = checked_projection(rows, _CHECKED_COLUMNS)
+        ids = sorted(memories)
+        found = db.execute(
+            "SELECT m.id, m.body::text FROM memories m"
+            " JOIN unnest(%s::text[], %s::text[]) AS x(id, b) ON m.owner = %s AND m.id = x.id"
+            " WHERE m.body IS DISTINCT FROM to_tsvector(%s::regconfig, x.b)"
+            ' ORDER BY m.id COLLATE "C" LIMIT 1',
+            (ids, [fts_body(memories[i]) for i in ids], owner, TEXT_SEARCH_CONFIG),
+        ).fetchone()
+        if found is not None:
+            raise IntegrityError(
+                f"memory {found[0]}: the full-text body column does not index its stored"
+                " document; run `troth rebuild`",
+                memory=str(found[0]),
+                field="body",
+                stored=str(found[1]),
+            )
+        return memories
 
     def lexical(
         self, owner: str, match: str | Sequence[str], limit: int, query: MemoryFilter

@@ -20,7 +20,7 @@ import sqlite_vec
 from troth.core.access import TokenRecord
 from troth.core.chain import Entry
 from troth.core.checkpoints import StoredReply
-from troth.core.errors import IntegrityError, StorageError
+from troth.core.errors import StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
@@ -33,6 +33,7 @@ from troth.storage.rows import (
     stored_json,
     token_record,
 )
+from troth.storage.sql import PROJECTION_COLUMNS, checked_projection
 from troth.storage.vectors import (
     CachedVectors,
     VectorCache,
@@ -565,37 +566,10 @@ class SQLiteStore:
         the memory and the field, which ``verify`` reports.
         """
         rows = self._connection().execute(
-            "SELECT doc, id, owner, status, retrievable, kind, scope, partition, sensitivity,"
-            " seq, updated_at FROM memories WHERE owner = ?",
+            f"SELECT doc, {', '.join(PROJECTION_COLUMNS)} FROM memories WHERE owner = ?",
             (owner,),
         )
-        out: dict[str, MemoryRecord] = {}
-        for row in rows:
-            memory = memory_from_doc(row[0])
-            columns = {
-                "id": row[1],
-                "owner": row[2],
-                "status": row[3],
-                "retrievable": bool(row[4]),
-                "kind": row[5],
-                "scope": row[6],
-                "partition": row[7],
-                "sensitivity": row[8],
-                "seq": row[9],
-                "updated_at": row[10],
-            }
-            for name, value in columns.items():
-                held = str(memory.scope) if name == "scope" else getattr(memory, name)
-                if held != value:
-                    raise IntegrityError(
-                        f"memory {row[1]}: the {name} column holds {value!r} but the stored"
-                        f" document {held!r}; run `troth rebuild`",
-                        memory=row[1],
-                        field=name,
-                        stored=value,
-                    )
-            out[row[1]] = memory
-        return out
+        return checked_projection(rows, PROJECTION_COLUMNS)
 
     def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
         """Replace one owner's projection and full-text rows with recomputed ones."""
