@@ -20,6 +20,7 @@ from troth.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, v
 from troth.core.checkpoints import StoredReply
 from troth.core.errors import InvalidInputError, StaleTipError, StorageError
 from troth.core.events import Record, verify_records
+from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.embedding import HashingEmbedder
 from troth.service.memory import Memory
@@ -219,7 +220,7 @@ def test_lexical_search_ranks_matches_and_honours_filters(any_store: Store) -> N
     assert set(ids("coffee", MemoryFilter(tags=("drinks",)))) == {coffee.id}
     assert ids("zebra") == []
     assert ids('"quoted" AND NEAR(x) * tea') != []  # no syntax reaches the engine
-    hits = any_store.lexical(ALICE, fts_match("tea") or "", 1, MemoryFilter())
+    hits = any_store.lexical(ALICE, fts_match("tea") or (), 1, MemoryFilter())
     assert len(hits) == 1
     assert hits[0].rank == 1
     assert hits[0].score > 0
@@ -575,3 +576,22 @@ def test_a_projection_column_changed_behind_the_ledger_is_named_by_verify(
     assert report.mismatch is not None
     assert report.mismatch["memory"] == made.id
     assert report.mismatch["field"] in ("status", "retrievable")
+
+
+def test_lexical_terms_match_as_words_or_prefixes_and_never_as_syntax(any_store: Store) -> None:
+    memory = facade(any_store)
+    harbour = memory.remember("a lighthouse by the harbour")
+    harness = memory.remember("the harness broke")
+
+    def ids(*terms: Term) -> set[str]:
+        return {h.memory_id for h in any_store.lexical(ALICE, terms, 10, MemoryFilter())}
+
+    assert ids(Term("harbour")) == {harbour.id}
+    assert ids(Term("harb")) == set()
+    assert ids(Term("harbo", prefix=True)) == {harbour.id}
+    assert ids(Term("har", prefix=True)) == {harbour.id, harness.id}
+    assert ids(Term("harbour"), Term("harness")) == {harbour.id, harness.id}
+    for hostile in ('"', "'", "NEAR(a b)", "a OR b", "x*", "\\", "body:paint", "!", "&|"):
+        assert ids(Term(hostile), Term("harbour")) == {harbour.id}, hostile
+        assert ids(Term(hostile, prefix=True)) <= {harbour.id, harness.id}, hostile
+    assert any_store.lexical(ALICE, (), 10, MemoryFilter()) == []

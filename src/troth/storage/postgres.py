@@ -32,6 +32,7 @@ from troth.core.chain import Entry, sha256_hex
 from troth.core.checkpoints import StoredReply
 from troth.core.errors import IntegrityError, InvalidInputError, StorageError
 from troth.core.events import Record
+from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from troth.storage.rows import (
@@ -55,7 +56,6 @@ _MIGRATION_LOCK = 0x6C6D5F6D6967  # "lm_mig": one migrator at a time
 # an index is never built while a load runs, nor twice at once.
 _BULK_LOCK = 0x6C6D5F62756C6B
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-_MATCH_TERM = re.compile(r'"((?:[^"]|"")*)"(\*?)')
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -69,26 +69,12 @@ def migrations() -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
-def match_terms(match: str | Sequence[str]) -> list[tuple[str, bool]]:
-    """The terms of a lexical query and whether each is a prefix.
-
-    Accepts the backend-neutral form (a sequence of words; a trailing ``*`` marks a
-    prefix) or the FTS5 expression the service builds today (quoted terms, optionally
-    followed by ``*``, joined by ``OR``).
-    """
-    if isinstance(match, str):
-        return [
-            (m.group(1).replace('""', '"'), bool(m.group(2))) for m in _MATCH_TERM.finditer(match)
-        ]
-    return [(t.rstrip("*"), t.endswith("*")) for t in match if t.rstrip("*")]
-
-
-def tsquery_text(terms: Sequence[tuple[str, bool]]) -> str:
+def tsquery_text(terms: Sequence[Term]) -> str:
     """A ``to_tsquery`` input ORing the terms, each quoted so no input reaches its syntax."""
     parts = []
-    for term, prefix in terms:
-        quoted = "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-        parts.append(quoted + (":*" if prefix else ""))
+    for term in terms:
+        quoted = "'" + term.text.replace("\\", "\\\\").replace("'", "''") + "'"
+        parts.append(quoted + (":*" if term.prefix else ""))
     return " | ".join(parts)
 
 
@@ -848,10 +834,10 @@ class PostgresStore:
         return memories
 
     def lexical(
-        self, owner: str, match: str | Sequence[str], limit: int, query: MemoryFilter
+        self, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
     ) -> list[Hit]:
         """Full-text candidates ranked by ``ts_rank_cd`` (higher is better)."""
-        terms = match_terms(match)
+        terms = [term for term in terms if term.text]
         if not terms:
             return []
         where, params = self._where(owner, query)
@@ -867,7 +853,7 @@ class PostgresStore:
                 .fetchall()
             )
         except psycopg.Error as exc:
-            raise StorageError(f"full-text query failed: {exc}", match=str(match)) from exc
+            raise StorageError(f"full-text query failed: {exc}", match=tsquery_text(terms)) from exc
         return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
 
     def vector_model(self) -> tuple[str, int] | None:

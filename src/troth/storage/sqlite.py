@@ -22,6 +22,7 @@ from troth.core.chain import Entry
 from troth.core.checkpoints import StoredReply
 from troth.core.errors import StorageError
 from troth.core.events import Record
+from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from troth.storage.rows import (
@@ -135,6 +136,14 @@ _ROW_FIELDS = (
     "ttl.expires_at",
     "ttl.decay_days",
 )
+
+
+def fts5_match(terms: Sequence[Term]) -> str:
+    """An FTS5 MATCH expression ORing the terms, each quoted (inner quotes doubled) so no
+    text reaches FTS5's syntax (``NEAR``, ``*``, column filters, parentheses)."""
+    return " OR ".join(
+        '"' + term.text.replace('"', '""') + '"' + "*" * term.prefix for term in terms if term.text
+    )
 
 
 class _Transaction:
@@ -587,8 +596,13 @@ class SQLiteStore:
             self._bump_generation(db, owner)
         self._vectors.forget(owner)
 
-    def lexical(self, owner: str, match: str, limit: int, query: MemoryFilter) -> list[Hit]:
+    def lexical(
+        self, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
         """Full-text candidates (bm25, lower is better in FTS5; returned negated)."""
+        match = fts5_match(terms)
+        if not match:
+            return []
         where, params = self._where(owner, query, alias="m")
         db = self._connection()
         # FTS5 ranks its matches first (its own top-N sort, over every owner's rows); the
