@@ -164,6 +164,8 @@ REWRITE_ROW = (
 )
 SELECT_TIP = "SELECT length, head FROM heads WHERE owner = ?"
 SELECT_DOC = "SELECT doc FROM memories WHERE owner = ? AND id = ?"
+# Ids are unique across owners on both backends (docs/operations.md), so one row at most.
+LOCATE = "SELECT owner FROM memories WHERE id = ?"
 
 
 def stored_texts(texts: Mapping[str, str]) -> str | None:
@@ -198,18 +200,7 @@ def erase_values(owner: str, seq: int, entry: Entry, texts: Mapping[str, str]) -
 
 def rewrite_values(owner: str, seq: int, entry: Entry) -> tuple[Any, ...]:
     """The parameters of :data:`REWRITE_ROW`: every field of the new entry."""
-    return (
-        entry.ts,
-        entry.content,
-        entry.source,
-        stored_json(list(entry.tags)),
-        entry.content_hash,
-        entry.prev_hash,
-        entry.hash,
-        entry.redacted,
-        owner,
-        seq,
-    )
+    return (*ledger_values(owner, seq, entry, None, {})[2:10], owner, seq)
 
 
 def records_of(rows: Iterable[Sequence[Any]], dialect: Dialect) -> Iterator[Record]:
@@ -344,8 +335,10 @@ renders the paths in its own JSON syntax."""
 class Filters:
     """A :class:`MemoryFilter` as a WHERE clause, with the dialect's own spellings as hooks:
     ``any_of(column, values)`` (a clause and its parameters), ``true`` (what follows a
-    boolean column for it to hold), and ``has_tags(prefix, tags)`` (a clause and its
-    parameters)."""
+    boolean column for it to hold), ``has_tags(prefix, tags)`` (a clause and its
+    parameters) and ``text_order`` (what makes a text column sort bytewise: PostgreSQL's
+    default collation sorts by locale). Listings and owners come out in one order on
+    every backend."""
 
     def __init__(
         self,
@@ -353,11 +346,34 @@ class Filters:
         any_of: Callable[[str, Sequence[str]], tuple[str, list[Any]]],
         true: str,
         has_tags: Callable[[str, Sequence[str]], tuple[str, list[Any]]],
+        text_order: str = "",
     ) -> None:
         self.placeholder = dialect.placeholder
         self.any_of = any_of
         self.true = true
         self.has_tags = has_tags
+        self.text_order = text_order
+        self.owners = f"SELECT owner FROM heads WHERE length > 0 ORDER BY owner{text_order}"
+
+    def listing(self, owner: str, query: MemoryFilter) -> tuple[str, list[Any]]:
+        """The statement and parameters of a listing: documents, newest first.
+
+        Newest is the highest ``seq`` (the entry that last changed the memory); memories
+        changed by one entry follow by id, descending and bytewise, on both backends.
+        """
+        where, params = self.where(owner, query)
+        statement = (
+            f"SELECT doc FROM memories WHERE {where} ORDER BY seq DESC, id{self.text_order} DESC"
+        )
+        if query.limit is not None:
+            statement += f" LIMIT {self.placeholder} OFFSET {self.placeholder}"
+            params += [query.limit, query.offset]
+        return statement, params
+
+    def counting(self, owner: str, query: MemoryFilter) -> tuple[str, list[Any]]:
+        """The statement and parameters counting what a filter matches."""
+        where, params = self.where(owner, query)
+        return f"SELECT count(*) FROM memories WHERE {where}", params
 
     def where(self, owner: str, query: MemoryFilter, alias: str = "") -> tuple[str, list[Any]]:
         """The clause (columns prefixed by ``alias.`` when given) and its parameters."""
@@ -401,3 +417,107 @@ def migrations(backend: str) -> list[tuple[int, str, str]]:
         if found:
             out.append((int(found.group(1)), item.name, item.read_text(encoding="utf-8")))
     return sorted(out)
+
+
+# -- the reads both stores answer alike ---------------------------------------------------
+
+
+class SQLReads:
+    """The ``Store`` reads both SQL stores answer with the same statements in their own
+    dialect, over the calling thread's connection (``_connection``, which each defines).
+
+    The bearer tokens (``TokenStore``) are kept here too. A store sets ``dialect``,
+    ``filters`` and ``meta_table`` (its store-wide settings) and defines ``_write_one``;
+    what its engine answers differently (a search, ``get_many``'s id list) it defines
+    itself.
+    """
+
+    dialect: Dialect
+    filters: Filters
+    meta_table: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        render = cls.dialect.sql
+        cls._tip_sql = render(SELECT_TIP)
+        cls._records_sql = render(SELECT_RECORDS)
+        cls._doc_sql = render(SELECT_DOC)
+        cls._locate_sql = render(LOCATE)
+        cls._tokens = TokenStatements(cls.dialect, cls.filters.text_order)
+        cls._model_sql = (
+            f"SELECT key, value FROM {cls.meta_table}"
+            " WHERE key IN ('embedding_model', 'embedding_dim')"
+        )
+
+    _tip_sql: str
+    _records_sql: str
+    _doc_sql: str
+    _locate_sql: str
+    _model_sql: str
+    _tokens: TokenStatements
+
+    def _connection(self) -> Any:  # pragma: no cover - every store defines it
+        raise NotImplementedError
+
+    def _write_one(self, statement: str, params: Sequence[Any]) -> Any:  # pragma: no cover
+        """Run one statement as a write transaction of its own; the cursor."""
+        raise NotImplementedError
+
+    def tip(self, owner: str) -> Tip:
+        """An owner's chain length and head."""
+        return tip_of(self._connection().execute(self._tip_sql, (owner,)).fetchone())
+
+    def records(self, owner: str, start: int = 0) -> Iterator[Record]:
+        """An owner's stored rows in chain order."""
+        rows = self._connection().execute(self._records_sql, (owner, start))
+        return records_of(rows, self.dialect)
+
+    def owners(self) -> list[str]:
+        """Every owner with a non-empty chain, bytewise in order."""
+        return [str(r[0]) for r in self._connection().execute(self.filters.owners)]
+
+    def get(self, owner: str, memory_id: str) -> MemoryRecord | None:
+        """One projected memory."""
+        return memory_of(self._connection().execute(self._doc_sql, (owner, memory_id)).fetchone())
+
+    def locate(self, memory_id: str) -> str | None:
+        """The owner of a memory id — the one query that crosses owners (a cold path)."""
+        row = self._connection().execute(self._locate_sql, (memory_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def memories(self, owner: str, query: MemoryFilter) -> list[MemoryRecord]:
+        """Projected memories of one owner, newest first (see ``Filters.listing``)."""
+        rows = self._connection().execute(*self.filters.listing(owner, query))
+        return [memory_from_doc(r[0]) for r in rows]
+
+    def count(self, owner: str, query: MemoryFilter) -> int:
+        """How many memories a filter matches."""
+        row = self._connection().execute(*self.filters.counting(owner, query)).fetchone()
+        return int(row[0]) if row else 0
+
+    def vector_model(self) -> tuple[str, int] | None:
+        """The embedding model (name, dimension) the stored vectors were made with, if any."""
+        rows = dict(self._connection().execute(self._model_sql))
+        if "embedding_model" not in rows:
+            return None
+        return str(rows["embedding_model"]), int(rows["embedding_dim"])
+
+    # -- bearer tokens (hashed; see core.access) --------------------------------------
+
+    def put_token(self, record: TokenRecord) -> None:
+        """Keep a new token record (hash only)."""
+        self._write_one(self._tokens.insert, self._tokens.values(record))
+
+    def token(self, token_id: str) -> TokenRecord | None:
+        """One token record by id."""
+        row = self._connection().execute(self._tokens.by_id, (token_id,)).fetchone()
+        return None if row is None else self._tokens.record(row)
+
+    def tokens(self, principal: str | None = None) -> list[TokenRecord]:
+        """Token records, oldest first."""
+        rows = self._connection().execute(*self._tokens.listing(principal))
+        return [self._tokens.record(row) for row in rows]
+
+    def revoke_token(self, token_id: str, at: str) -> bool:
+        """Mark a token revoked; False when there is no unrevoked token with that id."""
+        return bool(self._write_one(self._tokens.revoke, (at, token_id)).rowcount)

@@ -25,6 +25,7 @@ FILTERS = sql.Filters(
     any_of=lambda column, values: (f"{column} = ANY(%s)", [list(values)]),
     true="",
     has_tags=lambda p, tags: (f"{p}tags @> %s", [list(tags)]),
+    text_order=' COLLATE "C"',
 )
 """A memory filter as PostgreSQL's WHERE clause."""
 

@@ -19,9 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import sql as pgsql
 
-from troth.core.access import TokenRecord
 from troth.core.errors import IntegrityError, StorageError
-from troth.core.events import Record
 from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
@@ -39,16 +37,16 @@ from troth.storage.postgres.transaction import (
 )
 from troth.storage.rows import fts_body, memory_from_doc
 
-_TOKENS = sql.TokenStatements(DIALECT, text_order=' COLLATE "C"')
-_TIP = DIALECT.sql(sql.SELECT_TIP)
-_RECORDS = DIALECT.sql(sql.SELECT_RECORDS)
-_DOC = DIALECT.sql(sql.SELECT_DOC)
 # The projection columns verify holds against each stored document (see ``projection``).
 _CHECKED_COLUMNS = (*sql.PROJECTION_COLUMNS, "tags", "digest")
 
 
-class PostgresStore:
+class PostgresStore(sql.SQLReads):
     """The ``Store`` on a PostgreSQL database (``postgresql://…``)."""
+
+    dialect = DIALECT
+    filters = FILTERS
+    meta_table = "store_meta"
 
     def __init__(self, url: str, *, compact_after_erase: bool = True) -> None:
         self.url = url
@@ -175,6 +173,9 @@ class PostgresStore:
             raise
         db.execute("RELEASE SAVEPOINT lm_nested")
 
+    def _write_one(self, statement: str, params: Sequence[Any]) -> psycopg.Cursor[Any]:
+        return self._connection().execute(statement, params)  # autocommit: its own transaction
+
     def _open(
         self, db: psycopg.Connection[Any], owner: str, tip: Tip, *, held: bool = True
     ) -> PostgresTransaction:
@@ -259,25 +260,6 @@ class PostgresStore:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def tip(self, owner: str) -> Tip:
-        """An owner's chain length and head."""
-        return sql.tip_of(self._connection().execute(_TIP, (owner,)).fetchone())
-
-    def records(self, owner: str, start: int = 0) -> Iterator[Record]:
-        """An owner's stored rows in chain order."""
-        return sql.records_of(self._connection().execute(_RECORDS, (owner, start)), DIALECT)
-
-    def owners(self) -> list[str]:
-        """Every owner with a non-empty chain."""
-        rows = self._connection().execute(
-            'SELECT owner FROM heads WHERE length > 0 ORDER BY owner COLLATE "C"'
-        )
-        return [str(r[0]) for r in rows]
-
-    def get(self, owner: str, memory_id: str) -> MemoryRecord | None:
-        """One projected memory."""
-        return sql.memory_of(self._connection().execute(_DOC, (owner, memory_id)).fetchone())
-
     def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Projected memories by id, in one query (missing ids are left out)."""
         rows = (
@@ -290,35 +272,6 @@ class PostgresStore:
         )
         found = (memory_from_doc(row[0]) for row in rows)
         return {memory.id: memory for memory in found}
-
-    def locate(self, memory_id: str) -> str | None:
-        """The owner of a memory id — the one query that crosses owners (a cold path)."""
-        row = (
-            self._connection()
-            .execute(
-                'SELECT owner FROM memories WHERE id = %s ORDER BY owner COLLATE "C" LIMIT 1',
-                (memory_id,),
-            )
-            .fetchone()
-        )
-        return None if row is None else str(row[0])
-
-    def memories(self, owner: str, query: MemoryFilter) -> list[MemoryRecord]:
-        """Projected memories of one owner, newest first."""
-        where, params = FILTERS.where(owner, query)
-        statement = f'SELECT doc FROM memories WHERE {where} ORDER BY seq DESC, id COLLATE "C" DESC'
-        if query.limit is not None:
-            statement += " LIMIT %s OFFSET %s"
-            params += [query.limit, query.offset]
-        rows = self._connection().execute(statement, params)
-        return [memory_from_doc(r[0]) for r in rows]
-
-    def count(self, owner: str, query: MemoryFilter) -> int:
-        """How many memories a filter matches."""
-        where, params = FILTERS.where(owner, query)
-        cursor = self._connection().execute(f"SELECT count(*) FROM memories WHERE {where}", params)
-        row = cursor.fetchone()
-        return int(row[0]) if row else 0
 
     def projection(self, owner: str) -> dict[str, MemoryRecord]:
         """The stored projection of one owner, each indexed column held against its document.
@@ -356,17 +309,6 @@ class PostgresStore:
     ) -> list[Hit]:
         """Full-text candidates ranked by ``ts_rank_cd`` (higher is better)."""
         return search.lexical(self._connection(), owner, terms, limit, query)
-
-    def vector_model(self) -> tuple[str, int] | None:
-        """The embedding model (name, dimension) of the stored vectors, if any."""
-        rows = dict(
-            self._connection().execute(
-                "SELECT key, value FROM store_meta WHERE key IN ('embedding_model', 'embedding_dim')"
-            )
-        )
-        if "embedding_model" not in rows:
-            return None
-        return str(rows["embedding_model"]), int(rows["embedding_dim"])
 
     def set_vector_model(self, name: str, dimension: int) -> None:
         """Record the embedding model, drop every vector and index its dimension (HNSW)."""
@@ -448,27 +390,6 @@ class PostgresStore:
                 found = db.execute(statement, arguments)
         rows = found.fetchall()
         return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
-
-    # -- bearer tokens (hashed; see core.access) ------------------------------------------
-
-    def put_token(self, record: TokenRecord) -> None:
-        """Keep a new token record (hash only)."""
-        self._connection().execute(_TOKENS.insert, _TOKENS.values(record))
-
-    def token(self, token_id: str) -> TokenRecord | None:
-        """One token record by id."""
-        row = self._connection().execute(_TOKENS.by_id, (token_id,)).fetchone()
-        return None if row is None else _TOKENS.record(row)
-
-    def tokens(self, principal: str | None = None) -> list[TokenRecord]:
-        """Token records, oldest first."""
-        rows = self._connection().execute(*_TOKENS.listing(principal))
-        return [_TOKENS.record(row) for row in rows]
-
-    def revoke_token(self, token_id: str, at: str) -> bool:
-        """Mark a token revoked; False when there is no unrevoked token with that id."""
-        cursor = self._connection().execute(_TOKENS.revoke, (at, token_id))
-        return bool(cursor.rowcount)
 
     # -- maintenance -----------------------------------------------------------------------
 

@@ -14,9 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from troth.core.access import TokenRecord
 from troth.core.errors import StorageError
-from troth.core.events import Record
 from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
@@ -32,11 +30,13 @@ from troth.storage.sqlite.transaction import (
     put_memory,
 )
 
-_TOKENS = sql.TokenStatements(DIALECT)
 
-
-class SQLiteStore:
+class SQLiteStore(sql.SQLReads):
     """The ``Store`` (and ``TokenStore``) on one SQLite file."""
+
+    dialect = DIALECT
+    filters = FILTERS
+    meta_table = "meta"
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -85,6 +85,11 @@ class SQLiteStore:
                     db.execute("ROLLBACK")
                     raise StorageError(f"the write could not be committed: {exc}") from exc
 
+    def _write_one(self, statement: str, params: Sequence[Any]) -> Any:
+        db = self._connection()
+        with self._immediate(db):
+            return db.execute(statement, params)
+
     @contextmanager
     def write(self, owner: str, expect: Tip | None = None) -> Iterator[SQLiteTransaction]:
         """Hold the database's write lock (and so ``owner``'s chain) for one transaction.
@@ -111,25 +116,6 @@ class SQLiteStore:
 
     # -- reads -------------------------------------------------------------------------
 
-    def tip(self, owner: str) -> Tip:
-        """An owner's chain length and head."""
-        return sql.tip_of(self._connection().execute(sql.SELECT_TIP, (owner,)).fetchone())
-
-    def records(self, owner: str, start: int = 0) -> Iterator[Record]:
-        """An owner's stored rows in chain order."""
-        rows = self._connection().execute(sql.SELECT_RECORDS, (owner, start))
-        return sql.records_of(rows, DIALECT)
-
-    def owners(self) -> list[str]:
-        """Every owner with a chain."""
-        return [r[0] for r in self._connection().execute("SELECT owner FROM heads ORDER BY owner")]
-
-    def get(self, owner: str, memory_id: str) -> MemoryRecord | None:
-        """One projected memory."""
-        return sql.memory_of(
-            self._connection().execute(sql.SELECT_DOC, (owner, memory_id)).fetchone()
-        )
-
     def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Projected memories by id, in one query (missing ids are left out)."""
         rows = self._connection().execute(
@@ -139,31 +125,6 @@ class SQLiteStore:
         )
         found = (memory_from_doc(row[0]) for row in rows)
         return {memory.id: memory for memory in found}
-
-    def locate(self, memory_id: str) -> str | None:
-        """The owner of a memory id."""
-        row = (
-            self._connection()
-            .execute("SELECT owner FROM memories WHERE id = ?", (memory_id,))
-            .fetchone()
-        )
-        return None if row is None else str(row[0])
-
-    def memories(self, owner: str, query: MemoryFilter) -> list[MemoryRecord]:
-        """Projected memories of one owner, newest first."""
-        where, params = FILTERS.where(owner, query)
-        statement = f"SELECT doc FROM memories WHERE {where} ORDER BY seq DESC"
-        if query.limit is not None:
-            statement += " LIMIT ? OFFSET ?"
-            params += [query.limit, query.offset]
-        rows = self._connection().execute(statement, params)
-        return [memory_from_doc(r[0]) for r in rows]
-
-    def count(self, owner: str, query: MemoryFilter) -> int:
-        """How many memories a filter matches."""
-        where, params = FILTERS.where(owner, query)
-        row = self._connection().execute(f"SELECT count(*) FROM memories WHERE {where}", params)
-        return int(row.fetchone()[0])
 
     def projection(self, owner: str) -> dict[str, MemoryRecord]:
         """The stored projection of one owner, each indexed column held against its document.
@@ -216,17 +177,6 @@ class SQLiteStore:
         """Ids of one owner's memories that have a row in the vector index."""
         return self.search.vector_ids(self._connection(), owner)
 
-    def vector_model(self) -> tuple[str, int] | None:
-        """The embedding model (name, dimension) of the stored vectors, if any."""
-        rows = dict(
-            self._connection().execute(
-                "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dim')"
-            )
-        )
-        if "embedding_model" not in rows:
-            return None
-        return str(rows["embedding_model"]), int(rows["embedding_dim"])
-
     def set_vector_model(self, name: str, dimension: int) -> None:
         """Record the embedding model and (re)create the vec0 index for its dimension."""
         if not isinstance(dimension, int) or not 1 <= dimension <= 8192:
@@ -246,31 +196,6 @@ class SQLiteStore:
             db.execute("UPDATE vector_generations SET gen = gen + 1")
         self.search.reset(dimension)
         self.compact()
-
-    # -- bearer tokens -------------------------------------------------------------------
-
-    def put_token(self, record: TokenRecord) -> None:
-        """Keep a new token record (hash only)."""
-        db = self._connection()
-        with self._immediate(db):
-            db.execute(_TOKENS.insert, _TOKENS.values(record))
-
-    def token(self, token_id: str) -> TokenRecord | None:
-        """One token record by id."""
-        row = self._connection().execute(_TOKENS.by_id, (token_id,)).fetchone()
-        return None if row is None else _TOKENS.record(row)
-
-    def tokens(self, principal: str | None = None) -> list[TokenRecord]:
-        """Token records, oldest first."""
-        rows = self._connection().execute(*_TOKENS.listing(principal))
-        return [_TOKENS.record(row) for row in rows]
-
-    def revoke_token(self, token_id: str, at: str) -> bool:
-        """Mark a token revoked; False when there is no unrevoked token with that id."""
-        db = self._connection()
-        with self._immediate(db):
-            cursor = db.execute(_TOKENS.revoke, (at, token_id))
-        return bool(cursor.rowcount)
 
     # -- maintenance -------------------------------------------------------------------
 
