@@ -595,3 +595,56 @@ def test_lexical_terms_match_as_words_or_prefixes_and_never_as_syntax(any_store:
         assert ids(Term(hostile), Term("harbour")) == {harbour.id}, hostile
         assert ids(Term(hostile, prefix=True)) <= {harbour.id, harness.id}, hostile
     assert any_store.lexical(ALICE, (), 10, MemoryFilter()) == []
+
+
+def test_memory_ids_are_unique_across_owners(any_store: Store) -> None:
+    # An id is what an agent keeps and hands back: it names one memory in the whole store.
+    memory = facade(any_store)
+    mine = memory.remember("Alice likes tea")
+    stored = any_store.get(ALICE, mine.id)
+    assert stored is not None
+    memory.remember("Bob likes coffee", owner=BOB, actor=BOB)
+    before = any_store.tip(BOB)
+
+    def take(new: bool, expect: Tip | None) -> None:
+        with any_store.write(BOB, expect) as tx:
+            seq = tx.tip().length
+            append_on(tx, "a memory under a taken id")
+            tx.put(replace(stored, owner=BOB, seq=seq, content="Bob's"), new=new)
+
+    for new, expect in ((True, None), (False, None), (True, before), (False, before)):
+        with pytest.raises(StorageError, match="already taken"):
+            take(new, expect)
+        assert any_store.tip(BOB) == before
+        assert any_store.get(ALICE, mine.id) == stored
+        assert any_store.get(BOB, mine.id) is None
+        assert any_store.locate(mine.id) == ALICE
+    with pytest.raises(InvalidInputError, match="belongs to"), any_store.write(ALICE) as tx:
+        tx.put(replace(stored, owner=BOB))
+    assert all(report.ok for report in memory.verify())
+
+
+def test_listings_and_owners_come_in_one_order_on_every_backend(any_store: Store) -> None:
+    memory = facade(any_store)
+    for owner in ("human:zoe", "human:Bob", "human:alice", "human:_al", "human:0"):
+        memory.remember(f"note of {owner}", owner=owner, actor=owner)
+    assert any_store.owners() == sorted(
+        ["human:zoe", "human:Bob", "human:alice", "human:_al", "human:0"],
+        key=lambda owner: owner.encode(),
+    )
+    # One entry changing several memories gives them one seq: they follow by id, descending.
+    made = [memory.remember(f"note {i}").id for i in range(4)]
+    template = any_store.get(ALICE, made[0])
+    assert template is not None
+    ids = ["m_b", "m_A", "m_a", "m_B"]
+    with any_store.write(ALICE) as tx:
+        seq = tx.tip().length
+        append_on(tx, "several at once")
+        for memory_id in ids:
+            tx.put(replace(template, id=memory_id, seq=seq), new=True)
+    listed = [m.id for m in any_store.memories(ALICE, MemoryFilter())]
+    assert listed[:4] == sorted(ids, reverse=True)  # bytewise: lower case after upper
+    assert listed[4:8] == list(reversed(made))
+    page = any_store.memories(ALICE, MemoryFilter(limit=3, offset=2))
+    assert [m.id for m in page] == listed[2:5]
+    assert any_store.count(ALICE, MemoryFilter()) == len(listed)

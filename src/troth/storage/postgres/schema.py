@@ -54,6 +54,11 @@ def migrate(db: psycopg.Connection[Any]) -> list[int]:
                     "INSERT INTO schema_version (version, name) VALUES (%s, %s)", (version, name)
                 )
                 applied.append(version)
+    except psycopg.errors.UniqueViolation as exc:
+        raise StorageError(
+            f"the database schema could not be migrated: {exc}; memory ids must be unique"
+            " across owners, so keep one of the two (docs/operations.md, 'Memory ids')"
+        ) from exc
     except psycopg.Error as exc:
         raise StorageError(f"the database schema could not be migrated: {exc}") from exc
     return applied

@@ -34,6 +34,7 @@ from troth.storage.postgres.transaction import (
     lock_head,
     memory_row,
     vector_literal,
+    write_error,
 )
 from troth.storage.rows import fts_body, memory_from_doc
 
@@ -54,7 +55,11 @@ class PostgresStore(sql.SQLReads):
         self._connections = sql.Connections(self._connect, lambda db: not db.closed)
         self._local = self._connections.local
         self._iterative_scan: bool | None = None  # known after the first vector query
-        self.migrate()
+        try:
+            self.migrate()
+        except StorageError:
+            self.close()  # a store that cannot open leaves no connection behind
+            raise
         model = self.vector_model()
         if model is not None and not schema.has_vector_index(self._connection(), model[1]):
             # The index a bulk load left out when it stopped before its build; while another
@@ -192,7 +197,7 @@ class PostgresStore(sql.SQLReads):
                 yield tx
                 tx.flush()
         except psycopg.Error as exc:
-            raise StorageError(f"the write could not be committed: {exc}", owner=owner) from exc
+            raise write_error(exc, owner) from exc
 
     @contextmanager
     def write(self, owner: str, expect: Tip | None = None) -> Iterator[PostgresTransaction]:
@@ -241,9 +246,7 @@ class PostgresStore(sql.SQLReads):
             except BaseException as exc:
                 self._roll_back(db)
                 if isinstance(exc, psycopg.Error):
-                    raise StorageError(
-                        f"the write could not be committed: {exc}", owner=owner
-                    ) from exc
+                    raise write_error(exc, owner) from exc
                 raise
         if tx is not None and tx.erased and self.compact_after_erase:
             self.compact()

@@ -17,7 +17,7 @@ import psycopg
 
 from troth.core.chain import Entry, sha256_hex
 from troth.core.checkpoints import StoredReply
-from troth.core.errors import InvalidInputError
+from troth.core.errors import InvalidInputError, StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage import sql
@@ -301,3 +301,20 @@ def lock_head(db: psycopg.Connection[Any], owner: str) -> Tip:
         row = db.execute(_LOCK_HEAD, (owner,)).fetchone()
     assert row is not None  # inserted above, or by a concurrent first write
     return Tip(int(row[0]), str(row[1]))
+
+
+# The memories table's unique indexes: (owner, id) and, across owners, (id).
+_ID_CONSTRAINTS = ("memories_pkey", "memories_id")
+
+
+def write_error(exc: psycopg.Error, owner: str) -> StorageError:
+    """The error a write the database refused raises; a taken memory id says so as SQLite's
+    store does (``Transaction.put`` with ``new``, or an id another owner holds)."""
+    if isinstance(exc, psycopg.errors.UniqueViolation) and exc.diag.constraint_name in (
+        _ID_CONSTRAINTS
+    ):
+        detail = exc.diag.message_detail or ""
+        return StorageError(
+            f"a memory id is already taken ({detail}); nothing was written", owner=owner
+        )
+    return StorageError(f"the write could not be committed: {exc}", owner=owner)

@@ -13,7 +13,7 @@ from typing import Any
 
 from troth.core.chain import Entry
 from troth.core.checkpoints import StoredReply
-from troth.core.errors import StorageError
+from troth.core.errors import InvalidInputError, StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage import sql
@@ -71,6 +71,10 @@ class SQLiteTransaction:
     def put(
         self, memory: MemoryRecord, embedding: Sequence[float] | None = None, *, new: bool = False
     ) -> None:
+        if memory.owner != self._owner:
+            raise InvalidInputError(
+                f"memory {memory.id} belongs to {memory.owner}, not {self._owner}", id=memory.id
+            )
         put_memory(self._db, memory, embedding, self._dimension, self.vector_changes, new=new)
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
@@ -129,8 +133,13 @@ def put_memory(
     row = (
         None
         if new
-        else db.execute("SELECT rid FROM memories WHERE id = ?", (memory.id,)).fetchone()
+        else db.execute("SELECT rid, owner FROM memories WHERE id = ?", (memory.id,)).fetchone()
     )
+    if row is not None and row[1] != memory.owner:
+        # Ids are unique across owners: another owner's memory is never replaced.
+        raise StorageError(
+            f"memory id {memory.id} is already taken; nothing was written", id=memory.id
+        )
     values = (
         memory.owner,
         memory.status,
