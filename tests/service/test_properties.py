@@ -18,21 +18,19 @@ format has no head anchor); held against the ledger's head it is.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import backends
+from tests.backends import fresh_store
 from tests.conftest import SHARED, StepClock
 from tests.pg import TestServer
-from tests.storage import raw
 from troth.config import load_policy
 from troth.core import chain
 from troth.core.errors import ConflictError, PolicyDeniedError
@@ -122,26 +120,6 @@ def run(memory: Memory, clock: StepClock, ops: list[tuple[Any, ...]]) -> None:
             assert memory.store.tip(ALICE) == before
 
 
-@contextmanager
-def fresh_store(backend: str, pg_server: TestServer) -> Iterator[Store]:
-    """A new, empty store of the backend for one example (a PostgreSQL clone is cheap)."""
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory(prefix="lm-prop-") as home:
-            store = SQLiteStore(Path(home) / "l.db")
-            try:
-                yield store
-            finally:
-                store.close()
-        return
-    url = pg_server.create()
-    store = PostgresStore(url)
-    try:
-        yield store
-    finally:
-        store.close()
-        pg_server.drop(url)
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 @DEDICATED
 @given(ops=operations)
@@ -216,10 +194,10 @@ class Tamperer:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.postgres = raw.is_postgres(store)
+        self.postgres = backends.is_postgres(store)
 
     def execute(self, statement: str, params: tuple[Any, ...] = ()) -> Any:
-        return raw.execute(self.store, statement, params)
+        return backends.execute(self.store, statement, params)
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from tests import backends
+from tests.backends import stored_files
 from tests.conftest import StepClock, vector_facade
-from tests.storage import raw
 from troth.config import load_policy
 from troth.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, verify
 from troth.core.checkpoints import StoredReply
@@ -26,7 +26,6 @@ from troth.embedding import HashingEmbedder
 from troth.service.memory import Memory
 from troth.service.recall import fts_match
 from troth.storage.base import MemoryFilter, Store, Tip, Transaction
-from troth.storage.postgres import PostgresStore
 
 ALICE, BOB = "human:alice", "human:bob"
 
@@ -58,21 +57,6 @@ def append_on(
     )  # fmt: skip
     tx.append(entry, None, texts or {})
     return entry
-
-
-def stored_files(store: Store) -> list[Path]:
-    """Every file that holds the store's data: the SQLite directory, or the PG relations."""
-    if isinstance(store, PostgresStore):
-        db = store._connection()
-        row = db.execute("SHOW data_directory").fetchone()
-        assert row is not None
-        base = Path(row[0])
-        files = []
-        for relative in store.relation_files().values():
-            files.extend(p for p in base.glob(relative + "*") if p.is_file())
-        assert files
-        return files
-    return [p for p in Path(store.path).parent.rglob("*") if p.is_file()]  # type: ignore[attr-defined]
 
 
 def test_an_unknown_owner_has_an_empty_chain(any_store: Store) -> None:
@@ -564,8 +548,8 @@ def test_a_projection_column_changed_behind_the_ledger_is_named_by_verify(
     memory = facade(any_store)
     made = memory.remember("I owe Bob 10 euros")
     memory.forget(made.id, reason="paid")
-    true = "true" if raw.is_postgres(any_store) else "1"
-    raw.execute(
+    true = "true" if backends.is_postgres(any_store) else "1"
+    backends.execute(
         any_store,
         f"UPDATE memories SET status = 'active', retrievable = {true} WHERE id = ?",
         (made.id,),
