@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from troth.core.access import TokenRecord
 from troth.core.chain import Entry, sha256_hex
 from troth.core.checkpoints import StoredReply
-from troth.core.errors import IntegrityError, StorageError
+from troth.core.errors import IntegrityError, InvalidInputError, StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage.base import MemoryFilter, Tip
@@ -191,6 +191,14 @@ def ledger_values(
         meta,
         stored_texts(texts),
     )
+
+
+def check_holder(memory: MemoryRecord, holder: str) -> None:
+    """Refuse to keep a memory of another owner than the one whose chain is held."""
+    if memory.owner != holder:
+        raise InvalidInputError(
+            f"memory {memory.id} belongs to {memory.owner}, not {holder}", id=memory.id
+        )
 
 
 def erase_values(owner: str, seq: int, entry: Entry, texts: Mapping[str, str]) -> tuple[Any, ...]:

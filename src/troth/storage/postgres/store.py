@@ -12,6 +12,7 @@ docs/operations.md.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -53,7 +54,6 @@ class PostgresStore(sql.SQLReads):
         self.url = url
         self.compact_after_erase = compact_after_erase
         self._connections = sql.Connections(self._connect, lambda db: not db.closed)
-        self._local = self._connections.local
         self._iterative_scan: bool | None = None  # known after the first vector query
         try:
             self.migrate()
@@ -76,6 +76,11 @@ class PostgresStore(sql.SQLReads):
 
     def _connection(self) -> psycopg.Connection[Any]:
         return self._connections.get()
+
+    @property
+    def _local(self) -> threading.local:
+        """This thread's state: its connection, its kept cursor, its open write."""
+        return self._connections.local
 
     def _append_cursor(self) -> psycopg.Cursor[Any]:
         """One cursor per connection for the one-statement append, kept: a new cursor per

@@ -17,7 +17,7 @@ import psycopg
 
 from troth.core.chain import Entry, sha256_hex
 from troth.core.checkpoints import StoredReply
-from troth.core.errors import InvalidInputError, StorageError
+from troth.core.errors import StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage import sql
@@ -250,10 +250,7 @@ class PostgresTransaction:
     def put(
         self, memory: MemoryRecord, embedding: Sequence[float] | None = None, *, new: bool = False
     ) -> None:
-        if memory.owner != self._owner:
-            raise InvalidInputError(
-                f"memory {memory.id} belongs to {memory.owner}, not {self._owner}", id=memory.id
-            )
+        sql.check_holder(memory, self._owner)
         row = memory_row(memory, embedding)
         self._rows.append((_INSERT_MEMORY if new else UPSERT_MEMORY, row))
         self._pending[memory.id] = row["doc"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from troth.core.chain import Entry
 from troth.core.checkpoints import StoredReply
-from troth.core.errors import InvalidInputError, StorageError
+from troth.core.errors import StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage import sql
@@ -71,10 +71,7 @@ class SQLiteTransaction:
     def put(
         self, memory: MemoryRecord, embedding: Sequence[float] | None = None, *, new: bool = False
     ) -> None:
-        if memory.owner != self._owner:
-            raise InvalidInputError(
-                f"memory {memory.id} belongs to {memory.owner}, not {self._owner}", id=memory.id
-            )
+        sql.check_holder(memory, self._owner)
         put_memory(self._db, memory, embedding, self._dimension, self.vector_changes, new=new)
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
