@@ -1,9 +1,16 @@
 """What both SQL stores do alike, with the few places their dialects differ as hooks.
 
 Each store (``storage.sqlite``, ``storage.postgres``) keeps its own schema, write path and
-search; this module holds what they share: the projection's column-against-document
-check, the ledger row's values and its decoding, the recall fields by name, the token and
-checkpoint-reply statements, and the per-thread connections.
+search; this module holds what they share:
+
+- :class:`SQLReads`, the base both stores extend: the reads answered with the same
+  statements (tip, records, owners, get, locate, memories, count, vector model) and the
+  bearer tokens;
+- :class:`Dialect`, the hooks where they differ (placeholder, a list's encoding), and
+  :class:`Filters`, a memory filter as a WHERE clause with the dialect's spellings;
+- the ledger row's values and decoding, the checkpoint-reply statements, the projection's
+  column-against-document check (:func:`checked_projection`), the recall fields by name;
+- :class:`Connections` (one per thread) and :func:`migrations` (the numbered files).
 """
 
 from __future__ import annotations
