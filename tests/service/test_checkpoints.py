@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.backends import execute, reopen, stored_files
 from tests.formats.uaix.make_golden import (
     BASELINE,
     CALLER,
@@ -29,7 +30,7 @@ from troth.formats.uaix import ERROR_PROFILE, RESPONSE_PROFILE, seal, validator
 from troth.service import checkpoints as service_checkpoints
 from troth.service.checkpoints import LedgerCheckpointPort
 from troth.service.memory import Memory
-from troth.storage.sqlite import SQLiteStore
+from troth.storage.base import Store
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 UNKNOWNS = [*MANDATORY, "brief-must-identify-unknowns"]
@@ -53,8 +54,7 @@ def automatic_synthesis_policy() -> Policy:
     return Policy.from_document(document)
 
 
-def open_memory(home: Path, policy: Policy | None = None, principal: str = CALLER) -> Memory:
-    store = SQLiteStore(home / "troth.db")
+def open_memory(store: Store, policy: Policy | None = None, principal: str = CALLER) -> Memory:
     return Memory(
         store,
         policy=policy or Policy.from_document(default_policy_document()),
@@ -64,14 +64,14 @@ def open_memory(home: Path, policy: Policy | None = None, principal: str = CALLE
 
 
 @pytest.fixture
-def ledger(home: Path) -> Iterator[Memory]:
-    with open_memory(home) as memory:
+def ledger(any_store: Store) -> Iterator[Memory]:
+    with open_memory(any_store) as memory:
         yield memory
 
 
 @pytest.fixture
-def auto_ledger(home: Path) -> Iterator[Memory]:
-    with open_memory(home, automatic_synthesis_policy()) as memory:
+def auto_ledger(any_store: Store) -> Iterator[Memory]:
+    with open_memory(any_store, automatic_synthesis_policy()) as memory:
         yield memory
 
 
@@ -104,14 +104,13 @@ def assert_sealed_and_valid(response: bytes) -> None:
 
 
 def replies(memory: Memory) -> int:
-    db = memory.store._connection()  # type: ignore[attr-defined]
-    return int(db.execute("SELECT count(*) FROM checkpoint_replies").fetchone()[0])
+    return int(execute(memory.store, "SELECT count(*) FROM checkpoint_replies").fetchone()[0])
 
 
-def files_under(home: Path) -> Iterator[tuple[Path, bytes]]:
-    for path in sorted(home.rglob("*")):
-        if path.is_file():
-            yield path, path.read_bytes()
+def files_under(memory: Memory) -> Iterator[tuple[Path, bytes]]:
+    """The files that hold the store's data (on PostgreSQL its relation files)."""
+    for path in sorted(stored_files(memory.store)):
+        yield path, path.read_bytes()
 
 
 def golden(name: str) -> tuple[bytes, dict[str, Any]]:
@@ -276,7 +275,7 @@ def test_restore_brief_reports_what_became_of_the_facts_in_the_ledger(ledger: Me
     assert brief["withheld_sensitive"] == 1
 
 
-def test_redacted_fields_are_in_no_file_under_the_home(ledger: Memory, home: Path) -> None:
+def test_redacted_fields_are_in_no_file_of_the_store(ledger: Memory) -> None:
     created = answer(ledger, envelope(create_body(UNKNOWNS), "msg-create-1"))
     checkpoint_id = created["body"]["result"]["checkpoint_id"]
     for item in created["body"]["result"]["memories"]:
@@ -285,15 +284,15 @@ def test_redacted_fields_are_in_no_file_under_the_home(ledger: Memory, home: Pat
     ledger.store.compact()
     # Not the bare "4711": four hex digits turn up by chance in hashes and ids.
     needles = [SECRET_EMAIL, SECRET_FACT, "PIN is 4711", json.dumps(SECRET_FACT)[1:-1]]
-    for path, data in files_under(home):
+    for path, data in files_under(ledger):
         for needle in needles:
             assert needle.encode() not in data, (needle, path)
     # …while what was not redacted is there, so the scan looks where it should.
-    assert any(b"Alice prefers window seats" in data for _, data in files_under(home))
+    assert any(b"Alice prefers window seats" in data for _, data in files_under(ledger))
 
 
 def test_a_fact_the_policy_does_not_store_leaves_no_text_in_the_checkpoint(
-    ledger: Memory, home: Path
+    ledger: Memory,
 ) -> None:
     body = create_body(MANDATORY)
     body["parameters"]["stable_facts"][1] = "the vault password is hunter2-canary"
@@ -301,12 +300,12 @@ def test_a_fact_the_policy_does_not_store_leaves_no_text_in_the_checkpoint(
     statuses = [m["status"] for m in created["body"]["result"]["memories"]]
     assert statuses == ["proposed", "no_store"]
     ledger.store.compact()
-    for path, data in files_under(home):
+    for path, data in files_under(ledger):
         assert b"hunter2-canary" not in data, path
 
 
 def test_resent_message_gets_the_first_answer_and_writes_nothing(
-    ledger: Memory, home: Path
+    ledger: Memory,
 ) -> None:
     raw = envelope(create_body(MANDATORY), "msg-create-1")
     first = ledger.handle_checkpoint(raw)
@@ -318,7 +317,7 @@ def test_resent_message_gets_the_first_answer_and_writes_nothing(
         count,
     )
     ledger.close()
-    with open_memory(home) as again:  # another process: the reply is in the store
+    with open_memory(reopen(ledger.store)) as again:  # another process: the reply is kept
         assert again.handle_checkpoint(raw) == first
         assert again.store.tip(CALLER) == tip
 
@@ -455,13 +454,13 @@ def test_redacting_a_fact_erases_its_copies_in_checkpoint_and_replies(any_memory
     ledger_is_sound(any_memory)
 
 
-def test_a_redacted_fact_is_in_no_file_under_the_home(ledger: Memory, home: Path) -> None:
+def test_a_redacted_fact_is_in_no_file_of_the_store(ledger: Memory) -> None:
     created = answer(ledger, envelope(canary_create(), "msg-create-1"))
     result = created["body"]["result"]
     for item in result["memories"]:
         ledger.approve(item["memory_id"])
     answer(ledger, envelope(restore_body(UNKNOWNS, result["checkpoint_id"]), "msg-restore-1"))
     ledger.redact(result["memories"][1]["memory_id"], reason="asked to erase")
-    for path, data in files_under(home):
+    for path, data in files_under(ledger):
         assert b"zqxcanary" not in data, path
     ledger_is_sound(ledger)

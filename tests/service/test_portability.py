@@ -8,7 +8,7 @@ import io
 import json
 import tarfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ from troth.formats import archive, pcp
 from troth.formats.registry import Item
 from troth.service import portability
 from troth.service.memory import Memory
+from troth.storage.base import Store
+from troth.storage.postgres import PostgresStore
 from troth.storage.sqlite import SQLiteStore
 
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -30,16 +32,29 @@ OWNER = "human:alice"
 
 
 @pytest.fixture
-def fresh(tmp_path: Path) -> Callable[[], Memory]:
+def fresh(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[[], Memory]]:
+    """New, empty ledgers of the test's backend (each its own file or database)."""
     made: list[Memory] = []
+    urls: list[str] = []
 
     def make() -> Memory:
-        store = SQLiteStore(tmp_path / f"db{len(made)}" / "troth.db")
+        store: Store
+        if backend == "sqlite":
+            store = SQLiteStore(tmp_path / f"db{len(made)}" / "troth.db")
+        else:
+            urls.append(request.getfixturevalue("pg_server").create())
+            store = PostgresStore(urls[-1])
         m = Memory(store, policy=load_policy(None), principal=OWNER, clock=StepClock())
         made.append(m)
         return m
 
-    return make
+    yield make
+    for m in made:
+        m.close()
+    for url in urls:
+        request.getfixturevalue("pg_server").drop(url)
 
 
 def populate(memory: Memory, *, forgotten: bool = False) -> None:

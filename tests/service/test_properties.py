@@ -18,23 +18,26 @@ format has no head anchor); held against the ledger's head it is.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import backends
+from tests.backends import fresh_store
 from tests.conftest import SHARED, StepClock
+from tests.pg import TestServer
 from troth.config import load_policy
 from troth.core import chain
 from troth.core.errors import ConflictError, PolicyDeniedError
 from troth.formats import personaxis
 from troth.service.memory import Memory
+from troth.storage.base import Store
+from troth.storage.postgres import PostgresStore
 from troth.storage.sqlite import SQLiteStore
 
 ALICE = "human:alice"
@@ -117,14 +120,17 @@ def run(memory: Memory, clock: StepClock, ops: list[tuple[Any, ...]]) -> None:
             assert memory.store.tip(ALICE) == before
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 @DEDICATED
 @given(ops=operations)
-def test_any_sequence_of_operations_verifies_and_rebuilds_equal(ops: list[tuple[Any, ...]]) -> None:
+def test_any_sequence_of_operations_verifies_and_rebuilds_equal(
+    backend: str, pg_server: TestServer, ops: list[tuple[Any, ...]]
+) -> None:
     clock = StepClock()
     policy = load_policy(None)
     with (
-        tempfile.TemporaryDirectory(prefix="lm-prop-") as home,
-        Memory(SQLiteStore(Path(home) / "l.db"), policy=policy, principal=ALICE, clock=clock) as m,
+        fresh_store(backend, pg_server) as store,
+        Memory(store, policy=policy, principal=ALICE, clock=clock) as m,
     ):
         run(m, clock, ops)
         assert all(report.ok for report in m.verify()), [r.to_dict() for r in m.verify()]
@@ -140,12 +146,22 @@ def test_any_sequence_of_operations_verifies_and_rebuilds_equal(ops: list[tuple[
 # -- tampering with the database ------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
-    """Alice's ledger with every event kind; Bob's restored from a personaxis log."""
-    home = tmp_path_factory.mktemp("tamper")
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def ledger(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Memory]:
+    """Alice's ledger with every event kind; Bob's restored from a personaxis log; on each
+    backend (one database per module: every tampering is rolled back)."""
     clock = StepClock()
-    m = Memory(SQLiteStore(home / "l.db"), policy=load_policy(None), principal=ALICE, clock=clock)
+    url = None
+    store: Store
+    if request.param == "sqlite":
+        store = SQLiteStore(tmp_path_factory.mktemp("tamper") / "l.db")
+    else:
+        server = request.getfixturevalue("pg_server")
+        url = server.create()
+        store = PostgresStore(url)
+    m = Memory(store, policy=load_policy(None), principal=ALICE, clock=clock)
     kept = m.remember("I prefer green tea", reason="asked", title="Tea", tags=["drinks"])
     proposed = m.remember("Alice runs", actor="agent:bot", owner=ALICE, channel="synthesis")
     m.approve(proposed.id, note="yes")
@@ -169,21 +185,34 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
     assert all(r.ok for r in m.verify())
     yield m
     m.close()
+    if url is not None:
+        request.getfixturevalue("pg_server").drop(url)
+
+
+class Tamperer:
+    """Raw SQL on the ledger's own connection (``?`` placeholders on both backends)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.postgres = backends.is_postgres(store)
+
+    def execute(self, statement: str, params: tuple[Any, ...] = ()) -> Any:
+        return backends.execute(self.store, statement, params)
 
 
 @pytest.fixture(scope="module")
-def db(ledger: Memory) -> Any:
-    return ledger.store._connection()  # type: ignore[attr-defined]
+def db(ledger: Memory) -> Tamperer:
+    return Tamperer(ledger.store)
 
 
 def tampered_report(
-    ledger: Memory, db: Any, owner: str, *statements: tuple[str, tuple[Any, ...]]
+    ledger: Memory, db: Tamperer, owner: str, *statements: tuple[str, tuple[Any, ...]]
 ) -> Any:
     """Run statements in a transaction, verify, roll back; return the owner's chain result."""
     db.execute("BEGIN")
     try:
-        for sql, params in statements:
-            db.execute(sql, params)
+        for statement, params in statements:
+            db.execute(statement, params)
         [report] = ledger.verify(owner)
         return report
     finally:
@@ -203,7 +232,7 @@ def changed(column: str, value: Any, variant: int) -> Any:
     if column == "source":
         return "tool" if value != "tool" else "user"
     if column == "tags":
-        tags = json.loads(value)
+        tags = value if isinstance(value, list) else json.loads(value)  # PostgreSQL: jsonb
         return json.dumps(tags[:-1] if tags and variant else [*tags, "extra"])
     if column in ("content_hash", "prev_hash", "hash"):
         if variant == 2 and column == "content_hash":
@@ -212,7 +241,7 @@ def changed(column: str, value: Any, variant: int) -> Any:
             return "0" * 64
         return value[:-1] + ("0" if value[-1] != "0" else "1")
     if column == "redacted":
-        return 1 - value
+        return not value
     if column == "meta":
         if value is None:
             return '{"v":1}'
@@ -240,7 +269,7 @@ def changed(column: str, value: Any, variant: int) -> Any:
 @settings(max_examples=150, deadline=None)
 @given(data=st.data())
 def test_a_single_changed_field_of_a_ledger_row_breaks_at_that_row(
-    ledger: Memory, db: Any, data: st.DataObject
+    ledger: Memory, db: Tamperer, data: st.DataObject
 ) -> None:
     owner = data.draw(st.sampled_from([ALICE, ALICE, "human:bob"]))
     length = ledger.store.tip(owner).length
@@ -266,7 +295,7 @@ def test_a_single_changed_field_of_a_ledger_row_breaks_at_that_row(
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_deleting_moving_duplicating_or_inserting_rows_breaks_at_the_right_index(
-    ledger: Memory, db: Any, data: st.DataObject
+    ledger: Memory, db: Tamperer, data: st.DataObject
 ) -> None:
     owner = data.draw(st.sampled_from([ALICE, "human:bob"]))
     n = ledger.store.tip(owner).length
@@ -326,7 +355,7 @@ def test_deleting_moving_duplicating_or_inserting_rows_breaks_at_the_right_index
                     entry.content_hash,
                     entry.prev_hash,
                     entry.hash,
-                    0,
+                    False,
                     None,
                     None,
                 ),
@@ -339,7 +368,7 @@ def test_deleting_moving_duplicating_or_inserting_rows_breaks_at_the_right_index
 
 
 def test_a_forged_row_that_follows_its_predecessor_breaks_the_next_one(
-    ledger: Memory, db: Any
+    ledger: Memory, db: Tamperer
 ) -> None:
     rows = list(ledger.log(ALICE))
     k = 3
@@ -352,7 +381,7 @@ def test_a_forged_row_that_follows_its_predecessor_breaks_the_next_one(
     )
     insert = (
         "INSERT INTO ledger (owner, seq, ts, content, source, tags, content_hash, prev_hash,"
-        " hash, redacted) VALUES (?,?,?,?,?,?,?,?,?,0)",
+        " hash, redacted) VALUES (?,?,?,?,?,?,?,?,?,FALSE)",
         (
             ALICE,
             k,
@@ -385,41 +414,125 @@ def test_a_forged_row_that_follows_its_predecessor_breaks_the_next_one(
     assert "recorded head" in (report.chain.reason or "")
 
 
-PROJECTION_FIELDS = [
-    ("doc", "$.content", "'changed'", "content"),
-    ("doc", "$.status", "'rejected'", "status"),
-    ("doc", "$.kind", "'instruction'", "kind"),
-    ("doc", "$.reason", "'other'", "reason"),
-    ("doc", "$.retrievable", "json('true')", "retrievable"),
-    ("doc", "$.tags", "json('[\"x\"]')", "tags"),
-    ("doc", "$.audit[0].actor", "'human:mallory'", "audit"),
-    ("doc", "$.revision", "7", "revision"),
-    ("status", None, "'active'", "status"),
-    ("retrievable", None, "1 - retrievable", "retrievable"),
-    ("kind", None, "'context'", "kind"),
-    ("scope", None, "'project:x'", "scope"),
-    ("sensitivity", None, "'sensitive'", "sensitivity"),
-    ("partition", None, "'other'", "partition"),
+DOCUMENT_FIELDS = [
+    (("content",), "changed", "content"),
+    (("status",), "rejected", "status"),
+    (("kind",), "instruction", "kind"),
+    (("reason",), "other", "reason"),
+    (("retrievable",), True, "retrievable"),
+    (("tags",), ["x"], "tags"),
+    (("audit", 0, "actor"), "human:mallory", "audit"),
+    (("revision",), 7, "revision"),
 ]
+# (column, SQLite expression, PostgreSQL expression, the field verify names)
+COLUMN_EDITS = [
+    ("status", "'active'", "'active'", "status"),
+    ("retrievable", "1 - retrievable", "NOT retrievable", "retrievable"),
+    ("kind", "'context'", "'context'", "kind"),
+    ("scope", "'project:x'", "'project:x'", "scope"),
+    ("sensitivity", "'sensitive'", "'sensitive'", "sensitivity"),
+    ("partition", "'other'", "'other'", "partition"),
+    ("seq", "seq + 1", "seq + 1", "seq"),
+    ("updated_at", "'2030-01-01T00:00:00.000Z'", "'2030-01-01T00:00:00.000Z'", "updated_at"),
+    ("id", "'m_forged'", "'m_forged'", "id"),
+]
+# PostgreSQL also keeps ``tags``, ``digest`` and ``body`` beside the document (SQLite's
+# FTS5 table is contentless: nothing to compare); the property below edits those too.
+# The text the digest and the full-text body index (PostgreSQL checks those columns first).
+INDEXED_TEXT = {"content", "title"}
 
 
-@pytest.mark.parametrize(("column", "path", "value", "field"), PROJECTION_FIELDS)
-def test_a_changed_projection_field_is_reported_with_its_memory_and_field(
-    ledger: Memory, db: Any, column: str, path: str | None, value: str, field: str
-) -> None:
-    target = next(m for m in ledger.memories(ALICE) if m.status == "forgotten" and not m.redacted)
-    expression = f"json_set(doc, '{path}', {value})" if path else value
-    report = tampered_report(
-        ledger,
-        db,
-        ALICE,
-        (f"UPDATE memories SET {column} = {expression} WHERE id = ?", (target.id,)),
-    )
+def a_forgotten_memory(ledger: Memory) -> Any:
+    return next(m for m in ledger.memories(ALICE) if m.status == "forgotten" and not m.redacted)
+
+
+def with_document_edit(doc: str, path: tuple[str | int, ...], value: Any) -> str:
+    data = json.loads(doc)
+    node = data
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return json.dumps(data, ensure_ascii=False)
+
+
+def assert_named(report: Any, memory_id: str, fields: set[str]) -> None:
     assert report.chain.ok
     assert not report.ok
     assert report.mismatch is not None
-    assert report.mismatch["memory"] == target.id
-    assert report.mismatch["field"] == field
+    assert report.mismatch["memory"] == memory_id, report.mismatch
+    assert report.mismatch["field"] in fields, report.mismatch
+
+
+@pytest.mark.parametrize(("path", "value", "field"), DOCUMENT_FIELDS)
+def test_a_changed_stored_document_is_reported_with_its_memory_and_field(
+    ledger: Memory, db: Tamperer, path: tuple[str | int, ...], value: Any, field: str
+) -> None:
+    target = a_forgotten_memory(ledger)
+    [doc] = db.execute("SELECT doc FROM memories WHERE id = ?", (target.id,)).fetchone()
+    edit = (
+        "UPDATE memories SET doc = ? WHERE id = ?",
+        (with_document_edit(doc, path, value), target.id),
+    )
+    report = tampered_report(ledger, db, ALICE, edit)
+    # The document disagrees with the ledger, and with the columns that index it: either
+    # is a finding (PostgreSQL's digest column covers the text, and is checked first).
+    expected = {field, "digest"} if db.postgres and field in INDEXED_TEXT else {field}
+    assert_named(report, target.id, expected)
+
+
+@pytest.mark.parametrize(("column", "sqlite", "postgres", "field"), COLUMN_EDITS)
+def test_a_changed_projection_column_is_reported_with_its_memory_and_field(
+    ledger: Memory, db: Tamperer, column: str, sqlite: str, postgres: str, field: str
+) -> None:
+    target = a_forgotten_memory(ledger)
+    expression = postgres if db.postgres else sqlite
+    edit = (f"UPDATE memories SET {column} = {expression} WHERE id = ?", (target.id,))
+    assert_named(tampered_report(ledger, db, ALICE, edit), target.id, {field})
+
+
+printable = st.text(
+    st.characters(min_codepoint=32, max_codepoint=0x2FFF, exclude_categories=("Cs",)),
+    max_size=12,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_any_edited_projection_column_is_named_by_verify(
+    ledger: Memory, db: Tamperer, data: st.DataObject
+) -> None:
+    """Any column of any projection row, set to any other value, is named with its memory
+    (or, for ``owner``, the memory is missing from its owner's projection)."""
+    memories = sorted(ledger.store.projection(ALICE).values(), key=lambda m: m.id)
+    target = data.draw(st.sampled_from(memories))
+    columns = ["id", "owner", "status", "retrievable", "kind", "scope", "partition"]
+    columns += ["sensitivity", "seq", "updated_at", "doc"]
+    if db.postgres:
+        columns += ["tags", "digest", "body"]
+    column = data.draw(st.sampled_from(columns))
+    [current] = db.execute(f"SELECT {column} FROM memories WHERE id = ?", (target.id,)).fetchone()
+    fields = {column}
+    expression = "?"
+    if column == "seq":
+        value: Any = data.draw(st.integers(-5, 10**6).filter(lambda v: v != current))
+    elif column == "retrievable":
+        value = (not current) if db.postgres else data.draw(st.sampled_from([1 - current, 2, -1]))
+    elif column == "tags":
+        value = data.draw(st.lists(printable, max_size=3).filter(lambda v: v != current))
+    elif column == "body":
+        value = data.draw(st.from_regex(r"zq[a-z]{2,6}", fullmatch=True))
+        expression = "to_tsvector('english', ?)"
+    elif column == "doc":
+        name = data.draw(st.sampled_from(["content", "title", "reason", "session"]))
+        text = data.draw(printable.filter(lambda v: v != json.loads(current).get(name)))
+        value = with_document_edit(current, (name,), text)
+        fields = {name} | ({"digest"} if db.postgres and name in INDEXED_TEXT else set())
+    else:
+        value = data.draw(printable.filter(lambda v: v != current))
+    if column == "owner":
+        fields = {"existence", "owner"}
+    edit = (f"UPDATE memories SET {column} = {expression} WHERE id = ?", (value, target.id))
+    assert_named(tampered_report(ledger, db, ALICE, edit), target.id, fields)
 
 
 # -- tampering with an exported file ---------------------------------------------------

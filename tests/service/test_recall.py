@@ -9,24 +9,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.backends import fresh_store
 from tests.conftest import StepClock, vector_facade
+from tests.pg import TestServer
 from troth.config import Settings, load_policy
 from troth.core.errors import ConflictError, InvalidInputError
 from troth.embedding import HashingEmbedder
 from troth.service.memory import Memory
 from troth.service.recall import Query
+from troth.storage.base import Store
 from troth.storage.sqlite import SQLiteStore
 
 ALICE = "human:alice"
 
 
 @pytest.fixture
-def mind(home: Path, clock: StepClock) -> Iterator[Memory]:
-    store = SQLiteStore(home / "troth.db")
-    with vector_facade(store, principal=ALICE, clock=clock) as m:
+def mind(any_store: Store, clock: StepClock) -> Iterator[Memory]:
+    with vector_facade(any_store, principal=ALICE, clock=clock) as m:
         yield m
 
 
@@ -234,16 +236,13 @@ WORDS = st.sampled_from(
 TEXTS = st.lists(WORDS, min_size=3, max_size=7).map(" ".join)
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@settings(max_examples=25, deadline=None)
 @given(corpus=st.lists(TEXTS, min_size=1, max_size=8, unique=True), pick=st.integers(0, 7))
 def test_a_memorys_own_exact_text_ranks_first(
-    tmp_path_factory: pytest.TempPathFactory, corpus: list[str], pick: int
+    backend: str, pg_server: TestServer, corpus: list[str], pick: int
 ) -> None:
-    home = tmp_path_factory.mktemp("prop")
-    store = SQLiteStore(home / "troth.db")
-    with vector_facade(store, principal=ALICE) as mind:
+    with fresh_store(backend, pg_server) as store, vector_facade(store, principal=ALICE) as mind:
         written = mind.remember_many(corpus)
         target = written[pick % len(written)]
         text = corpus[pick % len(written)]
@@ -279,6 +278,7 @@ class _CountingStore:
         return getattr(self._inner, name)
 
 
+# The gate is the facade's, whatever the store: these run on SQLite only.
 @pytest.mark.parametrize("gate", [1, 3])
 def test_no_more_recalls_run_at_once_than_the_gate_admits(tmp_path: Path, gate: int) -> None:
     store = _CountingStore(SQLiteStore(tmp_path / "l.db"), together=gate)

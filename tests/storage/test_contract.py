@@ -9,22 +9,23 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from tests import backends
+from tests.backends import stored_files
 from tests.conftest import StepClock, vector_facade
 from troth.config import load_policy
 from troth.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, verify
 from troth.core.checkpoints import StoredReply
 from troth.core.errors import InvalidInputError, StaleTipError, StorageError
 from troth.core.events import Record, verify_records
+from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.embedding import HashingEmbedder
 from troth.service.memory import Memory
 from troth.service.recall import fts_match
 from troth.storage.base import MemoryFilter, Store, Tip, Transaction
-from troth.storage.postgres import PostgresStore
 
 ALICE, BOB = "human:alice", "human:bob"
 
@@ -56,21 +57,6 @@ def append_on(
     )  # fmt: skip
     tx.append(entry, None, texts or {})
     return entry
-
-
-def stored_files(store: Store) -> list[Path]:
-    """Every file that holds the store's data: the SQLite directory, or the PG relations."""
-    if isinstance(store, PostgresStore):
-        db = store._connection()
-        row = db.execute("SHOW data_directory").fetchone()
-        assert row is not None
-        base = Path(row[0])
-        files = []
-        for relative in store.relation_files().values():
-            files.extend(p for p in base.glob(relative + "*") if p.is_file())
-        assert files
-        return files
-    return [p for p in Path(store.path).parent.rglob("*") if p.is_file()]  # type: ignore[attr-defined]
 
 
 def test_an_unknown_owner_has_an_empty_chain(any_store: Store) -> None:
@@ -218,7 +204,7 @@ def test_lexical_search_ranks_matches_and_honours_filters(any_store: Store) -> N
     assert set(ids("coffee", MemoryFilter(tags=("drinks",)))) == {coffee.id}
     assert ids("zebra") == []
     assert ids('"quoted" AND NEAR(x) * tea') != []  # no syntax reaches the engine
-    hits = any_store.lexical(ALICE, fts_match("tea") or "", 1, MemoryFilter())
+    hits = any_store.lexical(ALICE, fts_match("tea") or (), 1, MemoryFilter())
     assert len(hits) == 1
     assert hits[0].rank == 1
     assert hits[0].score > 0
@@ -552,3 +538,97 @@ def test_get_many_reads_one_owners_memories_by_id(any_store: Store) -> None:
     assert found[tea.id].content == "green tea in the morning"
     assert any_store.get_many(ALICE, []) == {}
     assert set(any_store.get_many(BOB, [theirs.id, tea.id])) == {theirs.id}
+
+
+def test_a_projection_column_changed_behind_the_ledger_is_named_by_verify(
+    any_store: Store,
+) -> None:
+    # A forgotten memory whose indexed columns were set back to active and retrievable
+    # would be listed and recalled again: both backends must name the column.
+    memory = facade(any_store)
+    made = memory.remember("I owe Bob 10 euros")
+    memory.forget(made.id, reason="paid")
+    true = "true" if backends.is_postgres(any_store) else "1"
+    backends.execute(
+        any_store,
+        f"UPDATE memories SET status = 'active', retrievable = {true} WHERE id = ?",
+        (made.id,),
+    )
+    [report] = memory.verify()
+    assert report.chain.ok
+    assert not report.ok
+    assert report.mismatch is not None
+    assert report.mismatch["memory"] == made.id
+    assert report.mismatch["field"] in ("status", "retrievable")
+
+
+def test_lexical_terms_match_as_words_or_prefixes_and_never_as_syntax(any_store: Store) -> None:
+    memory = facade(any_store)
+    harbour = memory.remember("a lighthouse by the harbour")
+    harness = memory.remember("the harness broke")
+
+    def ids(*terms: Term) -> set[str]:
+        return {h.memory_id for h in any_store.lexical(ALICE, terms, 10, MemoryFilter())}
+
+    assert ids(Term("harbour")) == {harbour.id}
+    assert ids(Term("harb")) == set()
+    assert ids(Term("harbo", prefix=True)) == {harbour.id}
+    assert ids(Term("har", prefix=True)) == {harbour.id, harness.id}
+    assert ids(Term("harbour"), Term("harness")) == {harbour.id, harness.id}
+    for hostile in ('"', "'", "NEAR(a b)", "a OR b", "x*", "\\", "body:paint", "!", "&|"):
+        assert ids(Term(hostile), Term("harbour")) == {harbour.id}, hostile
+        assert ids(Term(hostile, prefix=True)) <= {harbour.id, harness.id}, hostile
+    assert any_store.lexical(ALICE, (), 10, MemoryFilter()) == []
+
+
+def test_memory_ids_are_unique_across_owners(any_store: Store) -> None:
+    # An id is what an agent keeps and hands back: it names one memory in the whole store.
+    memory = facade(any_store)
+    mine = memory.remember("Alice likes tea")
+    stored = any_store.get(ALICE, mine.id)
+    assert stored is not None
+    memory.remember("Bob likes coffee", owner=BOB, actor=BOB)
+    before = any_store.tip(BOB)
+
+    def take(new: bool, expect: Tip | None) -> None:
+        with any_store.write(BOB, expect) as tx:
+            seq = tx.tip().length
+            append_on(tx, "a memory under a taken id")
+            tx.put(replace(stored, owner=BOB, seq=seq, content="Bob's"), new=new)
+
+    for new, expect in ((True, None), (False, None), (True, before), (False, before)):
+        with pytest.raises(StorageError, match="already taken"):
+            take(new, expect)
+        assert any_store.tip(BOB) == before
+        assert any_store.get(ALICE, mine.id) == stored
+        assert any_store.get(BOB, mine.id) is None
+        assert any_store.locate(mine.id) == ALICE
+    with pytest.raises(InvalidInputError, match="belongs to"), any_store.write(ALICE) as tx:
+        tx.put(replace(stored, owner=BOB))
+    assert all(report.ok for report in memory.verify())
+
+
+def test_listings_and_owners_come_in_one_order_on_every_backend(any_store: Store) -> None:
+    memory = facade(any_store)
+    for owner in ("human:zoe", "human:Bob", "human:alice", "human:_al", "human:0"):
+        memory.remember(f"note of {owner}", owner=owner, actor=owner)
+    assert any_store.owners() == sorted(
+        ["human:zoe", "human:Bob", "human:alice", "human:_al", "human:0"],
+        key=lambda owner: owner.encode(),
+    )
+    # One entry changing several memories gives them one seq: they follow by id, descending.
+    made = [memory.remember(f"note {i}").id for i in range(4)]
+    template = any_store.get(ALICE, made[0])
+    assert template is not None
+    ids = ["m_b", "m_A", "m_a", "m_B"]
+    with any_store.write(ALICE) as tx:
+        seq = tx.tip().length
+        append_on(tx, "several at once")
+        for memory_id in ids:
+            tx.put(replace(template, id=memory_id, seq=seq), new=True)
+    listed = [m.id for m in any_store.memories(ALICE, MemoryFilter())]
+    assert listed[:4] == sorted(ids, reverse=True)  # bytewise: lower case after upper
+    assert listed[4:8] == list(reversed(made))
+    page = any_store.memories(ALICE, MemoryFilter(limit=3, offset=2))
+    assert [m.id for m in page] == listed[2:5]
+    assert any_store.count(ALICE, MemoryFilter()) == len(listed)

@@ -87,16 +87,16 @@ def test_vec0_chunks_read_directly_hold_the_same_vectors_as_its_rows(tmp_path: P
             memory.forget(result.id)  # vec0 clears these slots' validity bits
         memory.redact(made[1].id, reason="erase")
         db = store._connection()
-        assert store._chunk_layout(db)  # the pinned sqlite-vec keeps the known layout
+        assert store.search.chunk_layout(db)  # the pinned sqlite-vec keeps the known layout
         for owner in ("human:alice", "human:bob"):
-            fast = store._load_vectors(db, owner, generation=1)
-            store._chunks_known = False
-            slow = store._load_vectors(db, owner, generation=1)
-            store._chunks_known = True
+            fast = store.search.load_vectors(db, owner, generation=1)
+            store.search.chunk_layout(db, known=False)
+            slow = store.search.load_vectors(db, owner, generation=1)
+            store.search.chunk_layout(db, known=True)
             order_fast = np.argsort(fast.rids[: fast.size])
             order_slow = np.argsort(slow.rids[: slow.size])
             assert fast.size == slow.size == len(store.vector_ids(owner))
-            assert store._vector_count(db, owner) == fast.size
+            assert store.search.vector_count(db, owner) == fast.size
             assert np.array_equal(
                 fast.rids[: fast.size][order_fast], slow.rids[: slow.size][order_slow]
             )

@@ -1,7 +1,8 @@
-"""Query analysis for recall: content words, the FTS5 MATCH expression, and intent.
+"""Query analysis for recall: content words, the lexical terms, and intent.
 
-Pure standard library. The store calls :func:`fts5_match_expression` to build the
-lexical query and :func:`candidate_limits` to decide how many candidates to fetch
+Pure standard library. Recall calls :func:`lexical_terms` to build the lexical query
+(:class:`Term` values; each store renders them in its own syntax: an FTS5 MATCH on
+SQLite, a ``tsquery`` on PostgreSQL) and :func:`candidate_limits` to decide how many candidates to fetch
 from each index; the ranker calls :func:`analyze_query` for the intent signals.
 
 Nothing here knows any particular conversation: the word lists are general English
@@ -17,12 +18,14 @@ from dataclasses import dataclass
 __all__ = [
     "CandidateLimits",
     "QueryAnalysis",
+    "Term",
     "analyze_query",
     "candidate_limits",
     "content_terms",
     "drop_common_terms",
     "fts5_match_expression",
     "has_time_expression",
+    "lexical_terms",
     "tokenize",
 ]
 
@@ -106,30 +109,49 @@ def content_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def fts5_match_expression(
-    text: str, *, prefix_min_length: int = 5, terms: Sequence[str] | None = None
-) -> str | None:
-    """Turn free text into a safe FTS5 MATCH expression: an OR of quoted content words.
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One word of a lexical query: matched as is, or (``prefix``) as a word's beginning.
 
-    Each token is wrapped in double quotes (inner quotes doubled), so no user input
-    can reach FTS5's query syntax (``NEAR``, ``*``, column filters, parentheses).
-    Tokens of at least ``prefix_min_length`` characters get a prefix match (``"word"*``)
-    so that "paint" finds "painting" even without a stemmer; shorter ones would match
-    too much. Returns ``None`` when the text has no content word (the caller then
-    skips the lexical index). ``terms`` overrides the words taken from ``text`` (e.g. after
+    A lexical search matches any of its terms. The text is data, never syntax: each store
+    quotes it in its own query language.
+    """
+
+    text: str
+    prefix: bool = False
+
+
+def lexical_terms(
+    text: str, *, prefix_min_length: int = 5, terms: Sequence[str] | None = None
+) -> tuple[Term, ...]:
+    """The lexical query for free text: its content words, the long ones as prefixes.
+
+    Words of at least ``prefix_min_length`` characters match as a prefix so that "paint"
+    finds "painting" even without a stemmer; shorter ones would match too much. Empty
+    when the text has no content word (the caller then skips the lexical index).
+    ``terms`` overrides the words taken from ``text`` (e.g. after
     :func:`drop_common_terms`).
     """
     if terms is None:
         terms = content_terms(text)
-    if not terms:
+    return tuple(
+        Term(term, bool(prefix_min_length) and len(term) >= prefix_min_length) for term in terms
+    )
+
+
+def fts5_match_expression(
+    text: str, *, prefix_min_length: int = 5, terms: Sequence[str] | None = None
+) -> str | None:
+    """:func:`lexical_terms` as an FTS5 MATCH expression (for a plain FTS5 table).
+
+    The stores render terms themselves; this form serves code that queries an FTS5 table
+    of its own (the LoCoMo benchmark). Each term is quoted (inner quotes doubled), so no
+    input reaches FTS5's syntax; ``None`` without content words.
+    """
+    found = lexical_terms(text, prefix_min_length=prefix_min_length, terms=terms)
+    if not found:
         return None
-    parts = []
-    for term in terms:
-        quoted = '"' + term.replace('"', '""') + '"'
-        if prefix_min_length and len(term) >= prefix_min_length:
-            quoted += "*"
-        parts.append(quoted)
-    return " OR ".join(parts)
+    return " OR ".join('"' + t.text.replace('"', '""') + '"' + "*" * t.prefix for t in found)
 
 
 def drop_common_terms(

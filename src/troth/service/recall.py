@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from troth.core.query import analyze_query, candidate_limits, fts5_match_expression
+from troth.core.query import Term, analyze_query, candidate_limits, lexical_terms
 from troth.core.ranking import Candidate, rank
 from troth.core.records import MemoryRecord
 from troth.storage.base import MemoryFilter, RecallRow
@@ -74,12 +74,12 @@ class RecallHit:
         }
 
 
-def fts_match(text: str) -> str | None:
-    """An FTS5 expression matching any word of ``text``, every token quoted (no syntax)."""
+def fts_match(text: str) -> tuple[Term, ...] | None:
+    """Lexical terms matching any word of ``text`` exactly (``None`` without a word)."""
     words = [w for w in _WORD.findall(text.lower()) if w]
     if not words:
         return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
+    return tuple(Term(w) for w in dict.fromkeys(words))
 
 
 def memory_text(memory: MemoryRecord) -> str:
@@ -175,9 +175,9 @@ def recall(
     )
     limits = candidate_limits(query.limit)
     found: dict[str, dict[str, Any]] = {}
-    match = fts5_match_expression(text) if "lexical" in query.indexes else None
-    if match is not None:
-        for hit in store.lexical(owner, match, limits.lexical, flt):
+    terms = lexical_terms(text) if "lexical" in query.indexes else ()
+    if terms:
+        for hit in store.lexical(owner, terms, limits.lexical, flt):
             found.setdefault(hit.memory_id, {}).update(
                 lexical_rank=hit.rank, lexical_score=hit.score
             )

@@ -19,6 +19,7 @@ from troth.core.chain import Entry
 from troth.core.checkpoints import StoredReply as StoredReply
 from troth.core.errors import StaleTipError
 from troth.core.events import Record
+from troth.core.query import Term
 from troth.core.records import MemoryRecord
 
 
@@ -202,8 +203,14 @@ class Store(Protocol):
         """Replace the stored projection and indexes of one owner (``rebuild``)."""
         ...
 
-    def lexical(self, owner: str, match: str, limit: int, query: MemoryFilter) -> list[Hit]:
-        """Full-text candidates for an FTS match expression, best first."""
+    def lexical(
+        self, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Full-text candidates matching any of the terms, best first (none: no hits).
+
+        Each store renders the terms in its own query language, quoting every one, so no
+        text reaches the engine's syntax.
+        """
         ...
 
     def vector(

@@ -1,0 +1,440 @@
+"""The server backend: PostgreSQL with pgvector, any number of processes writing at once.
+
+Writes lock the owner's ``heads`` row (``transaction``); the schema and its migrations are
+in ``schema``, the searches in ``search``. Full text is PostgreSQL's own (``tsvector`` +
+GIN); vectors are pgvector with an HNSW index once the embedder's dimension is known.
+
+Erasure: after a transaction that erased text commits, :meth:`PostgresStore.compact`
+rewrites the tables the text lived in (``VACUUM FULL``: heap, TOAST and every index are
+written anew and the old files unlinked). What remains in WAL and backups is stated in
+docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import psycopg
+from psycopg import sql as pgsql
+
+from troth.core.errors import IntegrityError, StorageError
+from troth.core.query import Term
+from troth.core.records import MemoryRecord
+from troth.storage import sql
+from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
+from troth.storage.postgres import schema, search
+from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
+from troth.storage.postgres.search import FILTERS
+from troth.storage.postgres.transaction import (
+    DIALECT,
+    UPSERT_MEMORY,
+    PostgresTransaction,
+    lock_head,
+    memory_row,
+    vector_literal,
+    write_error,
+)
+from troth.storage.rows import fts_body, memory_from_doc
+
+# The projection columns verify holds against each stored document (see ``projection``).
+_CHECKED_COLUMNS = (*sql.PROJECTION_COLUMNS, "tags", "digest")
+
+
+class PostgresStore(sql.SQLReads):
+    """The ``Store`` on a PostgreSQL database (``postgresql://…``)."""
+
+    dialect = DIALECT
+    filters = FILTERS
+    meta_table = "store_meta"
+
+    def __init__(self, url: str, *, compact_after_erase: bool = True) -> None:
+        self.url = url
+        self.compact_after_erase = compact_after_erase
+        self._connections = sql.Connections(self._connect, lambda db: not db.closed)
+        self._iterative_scan: bool | None = None  # known after the first vector query
+        try:
+            self.migrate()
+        except StorageError:
+            self.close()  # a store that cannot open leaves no connection behind
+            raise
+        model = self.vector_model()
+        if model is not None and not schema.has_vector_index(self._connection(), model[1]):
+            # The index a bulk load left out when it stopped before its build; while another
+            # load runs, that load builds it when it ends.
+            schema.build_vector_index(self._connection(), model[1], wait=False)
+
+    # -- connections and schema ----------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        try:
+            return psycopg.connect(self.url, autocommit=True)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot connect to the database: {exc}") from exc
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        return self._connections.get()
+
+    @property
+    def _local(self) -> threading.local:
+        """This thread's state: its connection, its kept cursor, its open write."""
+        return self._connections.local
+
+    def _append_cursor(self) -> psycopg.Cursor[Any]:
+        """One cursor per connection for the one-statement append, kept: a new cursor per
+        write would set up its adapters again each time."""
+        db = self._connection()
+        cursor: psycopg.Cursor[Any] | None = getattr(self._local, "append_cursor", None)
+        if cursor is None or cursor.connection is not db:
+            cursor = db.cursor()
+            self._local.append_cursor = cursor
+        return cursor
+
+    def schema_version(self) -> int:
+        """The highest migration applied to the database (0 for a fresh one)."""
+        return schema.schema_version(self._connection())
+
+    def migrate(self) -> list[int]:
+        """Apply every shipped migration the database lacks; returns the versions applied."""
+        return schema.migrate(self._connection())
+
+    @contextmanager
+    def bulk_load(self, *, build_memory: str = "1GB") -> Iterator[None]:
+        """Drop the HNSW index for a large load and build it once when the load ends.
+
+        Each HNSW insert searches the graph it joins, so row-by-row upkeep slows as the
+        table grows (measured: ~1,150 memories/s at 10k, ~230/s at 570k); one build over
+        the loaded rows costs far less. Inside the span every read stays correct
+        (searches scan exactly, slower) and other writers go on. Loads hold an advisory
+        lock shared: the index is built when the last running load ends (an earlier one
+        waits for it), and a store opened meanwhile does not build it. The build blocks
+        writes to ``memories`` while it runs; ``build_memory`` is its session's
+        ``maintenance_work_mem`` (the graph is built in memory when it fits). If the body
+        raises, its error is the one reported and the index is still rebuilt.
+        docs/operations.md says when to use it.
+        """
+        db = self._connection()
+        try:
+            db.execute("SELECT pg_advisory_lock_shared(%s)", (schema.BULK_LOCK,))
+            model = self.vector_model()
+            if model is not None:
+                name = pgsql.Identifier(schema.vector_index_name(model[1]))
+                db.execute(pgsql.SQL("DROP INDEX IF EXISTS {}").format(name))
+        except psycopg.Error as exc:
+            with suppress(psycopg.Error):
+                db.execute("SELECT pg_advisory_unlock_shared(%s)", (schema.BULK_LOCK,))
+            raise StorageError(f"a bulk load could not begin: {exc}") from exc
+        try:
+            yield
+        except BaseException:
+            # The body's error is the one to report; the index is still made if it can be.
+            with suppress(StorageError, psycopg.Error):
+                self._end_bulk_load(build_memory)
+            raise
+        self._end_bulk_load(build_memory)
+
+    def _end_bulk_load(self, build_memory: str) -> None:
+        db = self._connection()
+        try:
+            db.execute("SELECT pg_advisory_unlock_shared(%s)", (schema.BULK_LOCK,))
+        except psycopg.Error as exc:
+            raise StorageError(f"a bulk load could not end: {exc}") from exc
+        model = self.vector_model()  # read again: the span may have recorded another
+        if model is not None:
+            # Waits while other loads run: the last one to end builds, once.
+            schema.build_vector_index(db, model[1], wait=True, build_memory=build_memory)
+        try:
+            # Fresh statistics, or the planner, still counting the table as it was before
+            # the load, prefers an exact scan to the new index (100k: 192 ms a recall).
+            db.execute("ANALYZE memories")
+        except psycopg.Error as exc:
+            raise StorageError(f"the table could not be analysed after a bulk load: {exc}") from exc
+
+    # -- writes ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _roll_back(db: psycopg.Connection[Any]) -> None:
+        # After a failed pipeline the server holds an open (or aborted) transaction.
+        if not db.closed and db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with suppress(psycopg.Error):
+                db.execute("ROLLBACK")
+
+    @contextmanager
+    def _transaction(self, db: psycopg.Connection[Any]) -> Iterator[None]:
+        """``db.transaction()``, or a savepoint inside a pipelined write of this thread.
+
+        A pipelined write sends its BEGIN unsynced, so psycopg still counts the connection
+        idle: its own ``transaction()`` would BEGIN and COMMIT, committing half a write.
+        """
+        open_write: PostgresTransaction | None = getattr(self._local, "writing", None)
+        if open_write is None:
+            with db.transaction():
+                yield
+            return
+        open_write.hold()  # an expected-tip write opens its transaction now
+        db.execute("SAVEPOINT lm_nested")
+        try:
+            yield
+        except BaseException:
+            with suppress(psycopg.Error):
+                db.execute("ROLLBACK TO SAVEPOINT lm_nested")
+            raise
+        db.execute("RELEASE SAVEPOINT lm_nested")
+
+    def _write_one(self, statement: str, params: Sequence[Any]) -> psycopg.Cursor[Any]:
+        return self._connection().execute(statement, params)  # autocommit: its own transaction
+
+    def _open(
+        self, db: psycopg.Connection[Any], owner: str, tip: Tip, *, held: bool = True
+    ) -> PostgresTransaction:
+        return PostgresTransaction(db, owner, tip, held=held, append_cursor=self._append_cursor)
+
+    @contextmanager
+    def _plain_write(
+        self, db: psycopg.Connection[Any], owner: str
+    ) -> Iterator[PostgresTransaction]:
+        """``write`` without pipeline mode: one round trip per statement."""
+        try:
+            with self._transaction(db):
+                tx = self._open(db, owner, lock_head(db, owner))
+                yield tx
+                tx.flush()
+        except psycopg.Error as exc:
+            raise write_error(exc, owner) from exc
+
+    @contextmanager
+    def write(self, owner: str, expect: Tip | None = None) -> Iterator[PostgresTransaction]:
+        """Lock ``owner``'s heads row for one transaction; other owners proceed in parallel.
+
+        The transaction runs in pipeline mode where libpq has it (14+): what needs no answer
+        (BEGIN, the buffered rows, the head's update, COMMIT) travels with the next thing
+        that does, so a write that reads nothing costs two round trips (lock the head,
+        commit), and each read one more. With ``expect`` (the tip the writer last saw) a
+        write of one entry creating one memory that reads nothing is one statement and one
+        round trip; one that reads or writes more runs without the pipeline, a round trip
+        per statement (see ``PostgresTransaction``). Each round trip, and
+        each message the server wakes up for, costs context switches; with many writers
+        sharing few cores they were a large part of a write's cost.
+        """
+        db = self._connection()
+        tx: PostgresTransaction | None = None
+        nested = getattr(self._local, "writing", None) is not None
+        if nested or (expect is None and not psycopg.Pipeline.is_supported()):
+            # (a write nested in this thread's open write runs as a savepoint of it)
+            with self._plain_write(db, owner) as tx:
+                if expect is not None and tx.tip() != expect:
+                    raise stale_tip(owner)
+                yield tx
+        else:
+            try:
+                if expect is not None:
+                    tx = self._open(db, owner, expect, held=False)
+                    self._local.writing = tx
+                    try:
+                        yield tx
+                        tx.commit_expected()
+                    finally:
+                        self._local.writing = None
+                else:
+                    with db.pipeline():
+                        db.execute("BEGIN")
+                        tx = self._open(db, owner, lock_head(db, owner))
+                        self._local.writing = tx
+                        try:
+                            yield tx
+                            tx.flush()
+                        finally:
+                            self._local.writing = None
+                        db.execute("COMMIT")
+            except BaseException as exc:
+                self._roll_back(db)
+                if isinstance(exc, psycopg.Error):
+                    raise write_error(exc, owner) from exc
+                raise
+        if tx is not None and tx.erased and self.compact_after_erase:
+            self.compact()
+
+    def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
+        """Replace one owner's projection and indexes with recomputed ones."""
+        db = self._connection()
+        rows = [memory_row(m, None) for m in sorted(memories.values(), key=lambda m: m.seq)]
+        with self._transaction(db):
+            db.execute("DELETE FROM memories WHERE owner = %s", (owner,))
+            if rows:
+                with db.cursor() as cursor:
+                    cursor.executemany(UPSERT_MEMORY, rows)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """Projected memories by id, in one query (missing ids are left out)."""
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT doc FROM memories WHERE owner = %s AND id = ANY(%s)",
+                (owner, list(memory_ids)),
+            )
+            .fetchall()
+        )
+        found = (memory_from_doc(row[0]) for row in rows)
+        return {memory.id: memory for memory in found}
+
+    def projection(self, owner: str) -> dict[str, MemoryRecord]:
+        """The stored projection of one owner, each indexed column held against its document.
+
+        Beyond the columns both stores keep (``storage.sql.PROJECTION_COLUMNS``) this one
+        checks ``tags``, the text ``digest`` and the full-text ``body``; the first that
+        disagrees raises an IntegrityError naming the memory and the field.
+        """
+        db = self._connection()
+        rows = db.execute(
+            f"SELECT doc, {', '.join(_CHECKED_COLUMNS)} FROM memories WHERE owner = %s",
+            (owner,),
+        )
+        memories = sql.checked_projection(rows, _CHECKED_COLUMNS)
+        ids = sorted(memories)
+        found = db.execute(
+            "SELECT m.id, m.body::text FROM memories m"
+            " JOIN unnest(%s::text[], %s::text[]) AS x(id, b) ON m.owner = %s AND m.id = x.id"
+            " WHERE m.body IS DISTINCT FROM to_tsvector(%s::regconfig, x.b)"
+            ' ORDER BY m.id COLLATE "C" LIMIT 1',
+            (ids, [fts_body(memories[i]) for i in ids], owner, TEXT_SEARCH_CONFIG),
+        ).fetchone()
+        if found is not None:
+            raise IntegrityError(
+                f"memory {found[0]}: the full-text body column does not index its stored"
+                " document; run `troth rebuild`",
+                memory=str(found[0]),
+                field="body",
+                stored=str(found[1]),
+            )
+        return memories
+
+    def lexical(
+        self, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Full-text candidates ranked by ``ts_rank_cd`` (higher is better)."""
+        return search.lexical(self._connection(), owner, terms, limit, query)
+
+    def set_vector_model(self, name: str, dimension: int) -> None:
+        """Record the embedding model, drop every vector and index its dimension (HNSW)."""
+        if not isinstance(dimension, int) or not 1 <= dimension <= 2000:
+            raise StorageError(f"an HNSW-indexed dimension must be 1..2000; got {dimension!r}")
+        db = self._connection()
+        with self._transaction(db):
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (schema.MIGRATION_LOCK,))
+            db.execute("UPDATE memories SET embedding = NULL WHERE embedding IS NOT NULL")
+            db.execute(
+                "INSERT INTO store_meta (key, value) VALUES ('embedding_model', %s),"
+                " ('embedding_dim', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (name, str(dimension)),
+            )
+        # An index of another dimension would fail every insert of the new model's vectors.
+        stale = db.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memories'"
+            " AND indexname LIKE 'memories\\_embedding\\_%%' AND indexname <> %s",
+            (schema.vector_index_name(dimension),),
+        ).fetchall()
+        for (index,) in stale:
+            db.execute(pgsql.SQL("DROP INDEX IF EXISTS {}").format(pgsql.Identifier(index)))
+        schema.ensure_vector_index(db, dimension)
+
+    def vector_ids(self, owner: str) -> set[str]:
+        """Ids of one owner's memories that have a stored vector."""
+        rows = self._connection().execute(
+            "SELECT id FROM memories WHERE owner = %s AND embedding IS NOT NULL", (owner,)
+        )
+        return {str(r[0]) for r in rows}
+
+    def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
+        """The ranking fields of these memories, read from their stored documents."""
+        return search.recall_rows(self._connection(), owner, ids)
+
+    def vector(
+        self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Nearest retrievable memories by cosine similarity (higher is better), via HNSW.
+
+        ``hnsw.ef_search`` is raised to the limit so the index returns as many neighbours
+        as asked; ``iterative_scan`` keeps reading when the filter drops some. Both are
+        set for this transaction only; once the server is known to take both, the
+        transaction (BEGIN, settings, query, COMMIT) travels as one pipeline: one round
+        trip.
+        """
+        statement, arguments = search.nearest_statement(
+            owner, len(embedding), vector_literal(embedding), limit, query
+        )
+        db = self._connection()
+        ef_search = str(min(max(limit, 40), 1000))
+        if (
+            self._iterative_scan
+            and getattr(self._local, "writing", None) is None
+            and psycopg.Pipeline.is_supported()
+        ):
+            try:
+                with db.pipeline():
+                    db.execute("BEGIN")
+                    db.execute(search.SEARCH_SETTINGS, (ef_search,))
+                    found = db.execute(statement, arguments)
+                    db.execute("COMMIT")
+            except BaseException:
+                self._roll_back(db)
+                raise
+        else:  # inside a write (a savepoint of it), or while the settings are not known yet
+            with self._transaction(db):
+                if self._iterative_scan:
+                    db.execute(search.SEARCH_SETTINGS, (ef_search,))
+                else:
+                    db.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef_search,))
+                    if self._iterative_scan is None:
+                        try:
+                            with self._transaction(db):
+                                db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                            self._iterative_scan = True
+                        except psycopg.Error:
+                            self._iterative_scan = False
+                found = db.execute(statement, arguments)
+        rows = found.fetchall()
+        return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def relation_files(self) -> dict[str, str]:
+        """Each erasable table's relations (heap, TOAST, indexes) → file path in the data dir."""
+        rows = self._connection().execute(
+            "SELECT c.relname, pg_relation_filepath(c.oid) FROM pg_class c"
+            " WHERE c.oid IN ("
+            "  SELECT t.oid FROM pg_class t WHERE t.relname = ANY(%(t)s)"
+            "  UNION SELECT t.reltoastrelid FROM pg_class t WHERE t.relname = ANY(%(t)s)"
+            "  UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid"
+            "   WHERE t.relname = ANY(%(t)s)"
+            "  UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.reltoastrelid ="
+            "   i.indrelid WHERE t.relname = ANY(%(t)s))"
+            " AND pg_relation_filepath(c.oid) IS NOT NULL",
+            {"t": list(schema.ERASABLE_TABLES)},
+        )
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def compact(self) -> None:
+        """Rewrite the tables erased text lived in, so no dead tuple or index page keeps it.
+
+        ``VACUUM FULL`` writes each table, its TOAST table and all its indexes into new
+        files and unlinks the old ones (a plain VACUUM only marks dead space reusable).
+        It briefly locks the table; see docs/operations.md for the trade-off.
+        """
+        db = self._connection()
+        try:
+            for table in schema.ERASABLE_TABLES:
+                db.execute(pgsql.SQL("VACUUM (FULL) {}").format(pgsql.Identifier(table)))
+        except psycopg.Error as exc:
+            raise StorageError(f"the erasure maintenance could not run: {exc}") from exc
+        # The old files are truncated at commit and unlinked at the next checkpoint; ask for
+        # one now when the role may (superuser or pg_checkpoint), else the server's own comes.
+        with suppress(psycopg.errors.InsufficientPrivilege):
+            db.execute("CHECKPOINT")
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        self._connections.close(lambda db: db.close())

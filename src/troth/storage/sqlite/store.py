@@ -1,0 +1,223 @@
+"""The embedded default: one SQLite file in WAL mode with FTS5 beside the ledger.
+
+Erasure: ``secure_delete`` zeroes freed bytes, the full-text index runs with FTS5
+``secure-delete``, and :meth:`SQLiteStore.compact` checkpoints and truncates the WAL so an
+erased text is in no file under the store's directory.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from troth.core.errors import StorageError
+from troth.core.query import Term
+from troth.core.records import MemoryRecord
+from troth.storage import sql
+from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
+from troth.storage.rows import memory_from_doc
+from troth.storage.sqlite import schema
+from troth.storage.sqlite.schema import sqlite3
+from troth.storage.sqlite.search import FILTERS, SQLiteSearch
+from troth.storage.sqlite.transaction import (
+    DIALECT,
+    SQLiteTransaction,
+    bump_generation,
+    put_memory,
+)
+
+
+class SQLiteStore(sql.SQLReads):
+    """The ``Store`` (and ``TokenStore``) on one SQLite file."""
+
+    dialect = DIALECT
+    filters = FILTERS
+    meta_table = "meta"
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._connections = sql.Connections(lambda: schema.connect(self.path), lambda db: True)
+        # Write transactions of this process queue here rather than in SQLite's busy
+        # handler, which polls with sleeps of up to 100 ms and lets a waiter starve; it
+        # also orders each write's update of the vector copy after the write before it.
+        self._write_lock = threading.RLock()
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = self._connection()
+        with self._immediate(db):
+            # The schema versions this open applied (none for a file already current).
+            self.migrated = schema.migrate(db, self.path)
+        db.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1)")
+        self.search = SQLiteSearch(None)
+        model = self.vector_model()
+        if model is not None:
+            self.search.dimension = model[1]
+
+    # -- connections and transactions ------------------------------------------------------
+
+    def _connection(self) -> Any:
+        return self._connections.get()
+
+    def schema_version(self) -> int:
+        """The schema version of the file (``schema.SCHEMA_VERSION`` once opened)."""
+        return schema.schema_version(self._connection())
+
+    @contextmanager
+    def _immediate(self, db: Any) -> Iterator[None]:
+        with self._write_lock:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StorageError(f"the database is locked or unavailable: {exc}") from exc
+            try:
+                yield
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    db.execute("ROLLBACK")
+                    raise StorageError(f"the write could not be committed: {exc}") from exc
+
+    def _write_one(self, statement: str, params: Sequence[Any]) -> Any:
+        db = self._connection()
+        with self._immediate(db):
+            return db.execute(statement, params)
+
+    @contextmanager
+    def write(self, owner: str, expect: Tip | None = None) -> Iterator[SQLiteTransaction]:
+        """Hold the database's write lock (and so ``owner``'s chain) for one transaction.
+
+        With ``expect`` the tip is read under the lock at once (a local read costs little)
+        and a moved chain raises :class:`StaleTipError` before anything is written.
+        """
+        db = self._connection()
+        generation = None
+        # The copy is updated before the next write of this process commits, so the
+        # updates arrive in generation order and the copy is never dropped for a gap.
+        with self._write_lock:
+            with self._immediate(db):
+                tx = SQLiteTransaction(db, owner, self.search.dimension)
+                if expect is not None and tx.tip() != expect:
+                    raise stale_tip(owner)
+                yield tx
+                if tx.vector_changes:
+                    generation = bump_generation(db, owner)
+            if generation is not None:
+                self.search.vectors.apply(owner, generation, tx.vector_changes)
+        if tx.erased:
+            self.compact()
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """Projected memories by id, in one query (missing ids are left out)."""
+        rows = self._connection().execute(
+            "SELECT m.doc FROM json_each(?) AS j CROSS JOIN memories m ON m.id = j.value"
+            " WHERE m.owner = ?",
+            (json.dumps(list(memory_ids)), owner),
+        )
+        found = (memory_from_doc(row[0]) for row in rows)
+        return {memory.id: memory for memory in found}
+
+    def projection(self, owner: str) -> dict[str, MemoryRecord]:
+        """The stored projection of one owner, each indexed column held against its document.
+
+        A column that disagrees (changed behind the ledger's back) raises an IntegrityError
+        naming the memory and the field, which ``verify`` reports.
+        """
+        rows = self._connection().execute(
+            f"SELECT doc, {', '.join(sql.PROJECTION_COLUMNS)} FROM memories WHERE owner = ?",
+            (owner,),
+        )
+        return sql.checked_projection(rows, sql.PROJECTION_COLUMNS)
+
+    def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
+        """Replace one owner's projection and full-text rows with recomputed ones."""
+        db = self._connection()
+        dimension = self.search.dimension
+        with self._immediate(db):
+            rids = [r[0] for r in db.execute("SELECT rid FROM memories WHERE owner = ?", (owner,))]
+            for rid in rids:
+                db.execute("DELETE FROM memory_fts WHERE rowid = ?", (rid,))
+                if dimension is not None:
+                    db.execute("DELETE FROM memory_vec WHERE rowid = ?", (rid,))
+            db.execute("DELETE FROM memories WHERE owner = ?", (owner,))
+            for memory in sorted(memories.values(), key=lambda m: m.seq):
+                put_memory(db, memory, None, dimension)
+            # The rows have new rids and no vectors: `reindex` (the facade does) restores them.
+            bump_generation(db, owner)
+        self.search.vectors.forget(owner)
+
+    # -- search ------------------------------------------------------------------------
+
+    def lexical(
+        self, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Full-text candidates (bm25, lower is better in FTS5; returned negated)."""
+        return self.search.lexical(self._connection(), owner, terms, limit, query)
+
+    def vector(
+        self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
+    ) -> list[Hit]:
+        """Nearest retrievable memories by cosine (higher is better); see ``SQLiteSearch``."""
+        return self.search.vector(self._connection(), owner, embedding, limit, query)
+
+    def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
+        """The ranking fields of these memories, read from their stored documents."""
+        return self.search.recall_rows(self._connection(), owner, ids)
+
+    def vector_ids(self, owner: str) -> set[str]:
+        """Ids of one owner's memories that have a row in the vector index."""
+        return self.search.vector_ids(self._connection(), owner)
+
+    def set_vector_model(self, name: str, dimension: int) -> None:
+        """Record the embedding model and (re)create the vec0 index for its dimension."""
+        if not isinstance(dimension, int) or not 1 <= dimension <= 8192:
+            raise StorageError(f"an embedding dimension must be 1..8192; got {dimension!r}")
+        db = self._connection()
+        with self._immediate(db):
+            db.execute("DROP TABLE IF EXISTS memory_vec")
+            db.execute(
+                "CREATE VIRTUAL TABLE memory_vec USING vec0(owner TEXT PARTITION KEY,"
+                f" embedding float[{dimension}] distance_metric=cosine)"
+            )
+            db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key)"
+                " DO UPDATE SET value = excluded.value",
+                [("embedding_model", name), ("embedding_dim", str(dimension))],
+            )
+            db.execute("UPDATE vector_generations SET gen = gen + 1")
+        self.search.reset(dimension)
+        self.compact()
+
+    # -- maintenance -------------------------------------------------------------------
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Nothing to defer: FTS5 and vec0 take rows at a constant cost (no graph to grow)."""
+        yield
+
+    def compact(self) -> None:
+        """Truncate the WAL after an erasure so no old page image survives in it."""
+        db = self._connection()
+        db.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        for _ in range(50):
+            busy, _log, _done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return
+            threading.Event().wait(0.05)
+        raise StorageError(
+            "the write-ahead log could not be truncated because another connection is reading;"
+            " run `troth verify` again when other processes have finished"
+        )
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        self._connections.close(lambda db: db.close())
