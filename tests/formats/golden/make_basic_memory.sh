@@ -84,7 +84,7 @@ note "Link Forms" notes <<'NOTE'
 ```
 NOTE
 
-# A note longer than troth's 2,000-character memory limit: its text is 3,066 characters.
+# A note longer than troth's 2,000-character memory limit: its text is 3,067 characters.
 python3 - <<'PY' | note "Brewing Journal" journal/2026
 head = ["# Brewing Journal", ""]
 logs = [
