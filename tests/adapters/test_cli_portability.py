@@ -133,7 +133,7 @@ def test_import_into_another_owner_with_format_named(tmp_path: Path) -> None:
             who=BOB,
         )
     )
-    assert (data["format"], data["owner"], data["created"]) == ("mem0", BOB, 5)
+    assert (data["format"], data["owner"], data["created"]) == ("mem0", BOB, 6)
     assert tip(home, ALICE).length == 0
     listed = as_json(invoke(home, "list", "--owner", BOB, "--json", who=BOB))
     assert listed

@@ -14,7 +14,6 @@ from troth.formats import (
     archive,
     basic_memory,
     hux,
-    mem0,
     omp,
     pcp,
     personaxis,
@@ -144,26 +143,6 @@ def test_hux_records_validate_and_import(tmp_path: Path) -> None:
         assert items[0].x_import["id"] == "m_1"
 
 
-def test_mem0_golden_maps_every_record() -> None:
-    data = (GOLDEN / "mem0_get_all.json").read_bytes()
-    assert registry.detect(data, "mem0.json").name == "mem0"
-    items, refused = mem0.decode(data)
-    assert not refused
-    assert len(items) == 5
-    first = items[0]
-    assert first.content == "I prefer green tea in the afternoon"
-    assert first.channel == "tool"
-    assert first.x_import is not None
-    assert first.x_import["fields"]["metadata"] == {"category": "preference", "mood": "calm"}
-    assert first.x_import["recorded_at"].endswith("Z")
-    assert "hash" not in first.x_import.get("fields", {})  # derived values are not kept
-    coach = items[2]
-    assert coach.fields["session"] == "run-42"
-    assert coach.x_import is not None
-    assert coach.x_import["source"]["agent_id"] == "coach"
-    assert items[3].fields["expires"] == "2032-01-01T00:00:00Z"
-
-
 def test_omp_export_maps_by_the_interop_table() -> None:
     record = {
         "id": "mem_0123456789abcdef",
@@ -220,7 +199,13 @@ def test_basic_memory_note_maps_observations_and_relations() -> None:
         {"rel": "basic-memory:relates_to", "target": "coffee-bean-origins"}
     ]
     assert item.x_import is not None
-    assert item.x_import["fields"] == {"source": "wiki"}
+    assert item.x_import["fields"] == {
+        "source": "wiki",
+        "basic-memory": {
+            "file_path": "coffee.md",
+            "relations": [{"type": "relates_to", "target": "Coffee Bean Origins"}],
+        },
+    }
 
 
 def test_yaml_timestamps_and_yes_stay_strings() -> None:

@@ -270,9 +270,9 @@ def test_importing_mem0_twice_creates_nothing_new(fresh: Callable[[], Memory]) -
     memory = fresh()
     data = (GOLDEN / "mem0_get_all.json").read_bytes()
     first = portability.import_bytes(memory, data, name="mem0.json", at=AT)
-    assert len(first.created) == 5
+    assert len(first.created) == 6
     before = head(memory)
-    assert portability.import_bytes(memory, data, name="mem0.json").unchanged == 5
+    assert portability.import_bytes(memory, data, name="mem0.json").unchanged == 6
     assert head(memory) == before
 
 

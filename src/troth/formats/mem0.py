@@ -1,16 +1,26 @@
-"""mem0: the records ``mem0ai``'s ``Memory.get_all()`` returns, as JSON.
+"""mem0: what ``mem0ai``'s ``Memory.get_all()``, ``search()`` and ``history()`` return, as JSON.
 
-Accepted shapes: ``{"results": [...]}`` (what ``get_all`` returns), a bare list of records,
-or an object of such results keyed by user. Each record has ``id``, ``memory`` and
-optionally ``hash`` (md5 of the text: derived, dropped), ``metadata``, ``created_at``,
-``updated_at``, ``user_id``, ``agent_id``, ``run_id``, ``actor_id``, ``role``,
-``expiration_date`` (``YYYY-MM-DD``), ``categories``, ``score`` (derived, dropped).
+Records (``get_all``, ``search``): ``{"results": [...]}``, a bare list of records, or an
+object of such results keyed by user. Each record has ``id``, ``memory`` and optionally
+``hash`` (md5 of the text: derived, dropped), ``metadata``, ``created_at``, ``updated_at``,
+``user_id``, ``agent_id``, ``run_id``, ``actor_id``, ``role``, ``expiration_date``
+(``YYYY-MM-DD``), ``categories``, ``score`` (search's, derived, dropped).
+
+History (``history(memory_id)``): a list of events ``{id, memory_id, old_memory,
+new_memory, event: ADD|UPDATE|DELETE, created_at, updated_at, is_deleted, actor_id, role}``,
+several such lists, or an object of them keyed by memory id. One memory's events become its
+versions: the first, each superseding the one before, and a forget for a DELETE.
+
+A version's idempotency key is (mem0 id, sha256 of its text) — as mem0's own ``hash`` names
+a memory's content — so a memory read from get_all, search and history is one memory.
 Mapping and its reasons: docs/formats.md.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any, Final
 
@@ -69,6 +79,25 @@ def _topic(categories: list[Any] | None, metadata: Mapping[str, Any] | None) -> 
     return next((t for t in _PROTECTIVE if t in found), None)
 
 
+def _is_event(value: Any) -> bool:
+    return isinstance(value, Mapping) and "memory_id" in value and "event" in value
+
+
+def _events(parsed: Any, name: str) -> list[tuple[str, Any]] | None:
+    """History events with where they are, or None when the input is not history()."""
+    if isinstance(parsed, list) and parsed and all(_is_event(e) for e in parsed):
+        return [(f"{name}: event {i}", e) for i, e in enumerate(parsed)]
+    if isinstance(parsed, list) and parsed and all(isinstance(v, list) for v in parsed):
+        events = [(f"{name}: [{i}][{j}]", e) for i, v in enumerate(parsed) for j, e in enumerate(v)]
+    elif (
+        isinstance(parsed, Mapping) and parsed and all(isinstance(v, list) for v in parsed.values())
+    ):
+        events = [(f"{name}: {k}[{j}]", e) for k, v in parsed.items() for j, e in enumerate(v)]
+    else:
+        return None
+    return events if events and all(_is_event(e) for _, e in events) else None
+
+
 def _records(parsed: Any, name: str) -> list[tuple[str, Any]]:
     if isinstance(parsed, list):
         return [(f"{name}: record {i}", r) for i, r in enumerate(parsed)]
@@ -81,7 +110,10 @@ def _records(parsed: Any, name: str) -> list[tuple[str, Any]]:
         for user, value in parsed.items():
             out += [(f"{name}: {user}.results[{i}]", r) for i, r in enumerate(value["results"])]
         return out
-    raise FormatError(f'{name}: expected mem0 get_all() output: {{"results": [...]}} or a list')
+    raise FormatError(
+        f'{name}: expected mem0 get_all() or search() output ({{"results": [...]}} or a list)'
+        " or history() output (lists of events with memory_id and event)"
+    )
 
 
 def _expires(value: Any, where: str) -> str | None:
@@ -129,11 +161,13 @@ def item(record: Any, where: str) -> Item | Refusal:
         unmapped["memory_type"] = record["memory_type"]  # only procedural has a PCP type
     if metadata:
         unmapped["metadata"] = metadata
-    # The key is the record without what mem0 derives per call (search() adds a score), so
-    # the same memory from get_all() and from search() is one memory, not two.
-    sha = foreign.record_sha256({k: v for k, v in record.items() if k not in _DROPPED})
+    # The key is the mem0 id and the text (what search() adds per call, its score, is not
+    # part of it), so the same memory from get_all(), search() and history() is one memory.
+    version = (record_id, text_sha256(text))
     x_import: dict[str, Any] = {"format": NAME, "exporter": "mem0", "id": record_id[:256]}
-    x_import["sha256"] = sha
+    x_import["sha256"] = foreign.record_sha256(
+        {k: v for k, v in record.items() if k not in _DROPPED}
+    )
     recorded = foreign.to_utc(record.get("created_at"))
     if recorded:
         x_import["recorded_at"] = recorded
@@ -147,17 +181,98 @@ def item(record: Any, where: str) -> Item | Refusal:
     return Item(
         content=text,
         where=where,
-        key=(record_id, sha),
+        key=version,
         fields=fields,
         channel=channel,
         x_import=x_import,
-        stamps={"key": [record_id, sha]},
+        stamps={"key": list(version)},
     )
 
 
+def text_sha256(text: str) -> str:
+    """The second half of a mem0 version's key: SHA-256 of its text (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_EVENTS: Final = ("ADD", "UPDATE", "DELETE")
+_EVENT_MAPPED: Final = ("memory_id", "old_memory", "new_memory", "event", "created_at")
+
+
+def _version(event: Mapping[str, Any], text: str, where: str, prior: Item | None) -> Item:
+    """One version of a mem0 memory from its ADD or UPDATE event."""
+    memory_id = str(event["memory_id"])
+    key = (memory_id, text_sha256(text))
+    # ADD happened at created_at; mem0 stamps an UPDATE at updated_at (created_at stays).
+    at = event.get("updated_at") if event["event"] == "UPDATE" else event.get("created_at")
+    x_import: dict[str, Any] = {"format": NAME, "exporter": "mem0", "id": memory_id[:256]}
+    x_import["sha256"] = foreign.record_sha256(dict(event))
+    recorded = foreign.to_utc(at)
+    if recorded:
+        x_import["recorded_at"] = recorded
+    source = {k: event[k] for k in ("actor_id", "role") if event.get(k) is not None}
+    if at is not None:
+        source["at"] = at
+    if source:
+        x_import["source"] = source
+    kept = {k: v for k, v in event.items() if k not in _EVENT_MAPPED and v is not None}
+    x_import["fields"] = {"history": {"event": event["event"], **kept}}
+    return Item(
+        content=text,
+        where=where,
+        key=key,
+        fields={"kind": "fact", "page_type": "semantic"},
+        channel="synthesis" if event.get("role") == "assistant" else "tool",
+        x_import=x_import,
+        stamps={"key": list(key)},
+        supersedes=prior.key if prior is not None else None,
+    )
+
+
+def history_items(events: list[tuple[str, Any]]) -> Decoded:
+    """Each memory's history events as its versions, in the order mem0 gave them.
+
+    The first version is the ADD; each UPDATE supersedes the version before it; a DELETE
+    marks the last version to be forgotten. An event out of order (an UPDATE or DELETE before
+    any ADD, anything after a DELETE) is refused with its reason; the rest come in.
+    """
+    latest: dict[str, Item] = {}
+    deleted: set[str] = set()
+    order: list[Item] = []
+    refused: list[Refusal] = []
+    for where, event in events:
+        memory_id = foreign.require(event, "memory_id", str, where=where)
+        kind = foreign.require(event, "event", str, where=where)
+        if kind not in _EVENTS:
+            raise FormatError(f"{where}: event {kind!r} is not one of {', '.join(_EVENTS)}")
+        for key in ("created_at", "updated_at", "actor_id", "role", "old_memory"):
+            foreign.optional(event, key, str, where)
+        prior = latest.get(memory_id)
+        if memory_id in deleted:
+            refused.append(Refusal(where, f"mem0 memory {memory_id} was already deleted"))
+        elif prior is None and kind != "ADD":
+            refused.append(Refusal(where, f"{kind} of mem0 memory {memory_id} before its ADD"))
+        elif prior is not None and kind == "ADD":
+            refused.append(Refusal(where, f"mem0 memory {memory_id} was already added"))
+        elif prior is not None and kind == "DELETE":
+            deleted.add(memory_id)
+            at = event.get("updated_at") or event.get("created_at") or "an unknown time"
+            forgotten = replace(prior, forget=f"deleted in mem0 at {at}"[:200])
+            order[order.index(prior)] = latest[memory_id] = forgotten
+        else:
+            text = foreign.require(event, "new_memory", str, where=where)
+            version = _version(event, text, where, prior)
+            latest[memory_id] = version
+            order.append(version)
+    return order, refused
+
+
 def decode(data: bytes, *, name: str = "mem0.json", **_: Any) -> Decoded:
-    """Every record of a mem0 dump as an item (a malformed record fails the whole file)."""
+    """Every record (or history event) of a mem0 dump as items (a malformed one fails the
+    whole file)."""
     parsed = foreign.load_json(data, name=name)
+    events = _events(parsed, name)
+    if events is not None:
+        return history_items(events)
     items: list[Item] = []
     refused: list[Refusal] = []
     for where, record in _records(parsed, name):
@@ -167,11 +282,14 @@ def decode(data: bytes, *, name: str = "mem0.json", **_: Any) -> Decoded:
 
 
 def sniff(data: bytes, filename: str = "") -> bool:
-    """JSON whose records have ``id`` and ``memory`` (mem0's field for the text)."""
+    """JSON whose records have ``id`` and ``memory`` (mem0's field for the text), or mem0
+    history events (``memory_id`` and ``event``)."""
     head = data.lstrip()[:1]
     if head not in (b"{", b"["):
         return False
     parsed = foreign.load_json(data, name=filename or "input")
+    if _events(parsed, "") is not None:
+        return True
     try:
         records = _records(parsed, "")
     except FormatError:
@@ -181,4 +299,4 @@ def sniff(data: bytes, filename: str = "") -> bool:
     )
 
 
-CODEC = register(FunctionCodec(NAME, sniff, decode, "mem0 Memory.get_all() JSON"))
+CODEC = register(FunctionCodec(NAME, sniff, decode, "mem0 get_all(), search(), history() JSON"))

@@ -9,7 +9,7 @@ order, most specific first, so a PCP archive is recognised before a JSON file is
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +23,11 @@ class Item:
     ``fields`` are keyword arguments for the facade's ``Draft``; ``x_import`` is the
     provenance an import records (the service adds ``at``); ``stamps`` are the values a
     restore keeps as they were; ``key`` is the idempotency key (source path or id, sha256).
+
+    A source's version history travels in two fields: ``supersedes`` is the key of the
+    item (earlier in the same input, or already in the ledger) this one replaces, written
+    as an edit of that memory; ``forget`` is a note when the source deleted the memory, which
+    is then forgotten in the transaction that writes it (docs/formats.md, mem0 history).
     """
 
     content: str
@@ -36,6 +41,8 @@ class Item:
     hidden: bool = False
     x_import: Mapping[str, Any] | None = None
     stamps: Mapping[str, Any] = field(default_factory=dict)
+    supersedes: tuple[str, str] | None = None
+    forget: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,13 @@ class FunctionCodec:
     sniffer: Callable[[bytes, str], bool]
     decoder: Callable[..., Decoded] | None = None
     description: str = ""
+    # Run once over every item of an import after all its files are decoded, for what needs
+    # the whole input (basic-memory resolves relation targets across notes).
+    linker: Callable[[Sequence[Item]], list[Item]] | None = None
+
+    def link(self, items: Sequence[Item]) -> list[Item]:
+        """The decoded items of a whole import, with cross-item references resolved."""
+        return self.linker(items) if self.linker is not None else list(items)
 
     def sniff(self, data: bytes, filename: str = "") -> bool:
         """True when the bytes are in this format (never raises)."""

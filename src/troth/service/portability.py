@@ -40,6 +40,7 @@ from troth.core.events import Event
 from troth.core.records import MemoryRecord, check_principal
 from troth.formats import archive, pcp, personaxis, registry
 from troth.formats.registry import Item, Refusal
+from troth.service import validation as check
 from troth.service.drafts import CreationPlan, Draft
 from troth.service.memory import Memory
 from troth.service.writes import check_admitted_status, refuse_unstored
@@ -365,11 +366,16 @@ def _bytes(path: Path) -> bytes:
 
 def _keys(memory: Memory, owner: str) -> set[tuple[str, str]]:
     """The idempotency keys already in an owner's projection."""
-    out = set()
+    return set(_ids(memory, owner))
+
+
+def _ids(memory: Memory, owner: str) -> dict[tuple[str, str], str]:
+    """The memory id of each idempotency key already in an owner's projection."""
+    out = {}
     for item in memory.store.projection(owner).values():
         key = item.stamps.get("key")
         if isinstance(key, list) and len(key) == 2:
-            out.add((str(key[0]), str(key[1])))
+            out[(str(key[0]), str(key[1]))] = item.id
     return out
 
 
@@ -386,13 +392,27 @@ def _draft(item: Item, *, restore: bool, instant: str) -> Draft:
     return Draft(**values, extra=extra, stamps=dict(item.stamps))
 
 
-_REFUSALS: Final = (InvalidInputError, PolicyDeniedError, ConflictError)
+# NotFoundError: the memory an item supersedes was refused when its batch was retried.
+_REFUSALS: Final = (InvalidInputError, PolicyDeniedError, ConflictError, NotFoundError)
 HIDDEN_NOTE: Final = "hidden in the restored archive"
 
 
-def _plan(memory: Memory, item: Item, *, owner: str, restore: bool, instant: str) -> CreationPlan:
-    """Validate one item and let the policy decide it, as ``Memory.admit`` does; no write."""
+def _plan(
+    memory: Memory,
+    item: Item,
+    *,
+    owner: str,
+    restore: bool,
+    instant: str,
+    supersedes: str | None = None,
+) -> CreationPlan:
+    """Validate one item and let the policy decide it, as ``Memory.admit`` does; no write.
+
+    With ``supersedes`` (the memory id an item's ``supersedes`` key names) it is an edit.
+    """
     check_admitted_status(item.status)
+    if item.forget is not None:
+        check.note(item.forget, "forget")
     plan = memory._plan(
         item.content,
         owner=owner,
@@ -402,31 +422,73 @@ def _plan(memory: Memory, item: Item, *, owner: str, restore: bool, instant: str
         draft=_draft(item, restore=restore, instant=instant),
         details={},
         status=item.status,
+        supersedes=supersedes,
     )
     refuse_unstored(plan.decision)
     return plan
 
 
-def _write_batch(
-    memory: Memory, owner: str, planned: Sequence[tuple[Item, CreationPlan]]
-) -> list[str]:
-    """Write planned items in one transaction: each is its entry (and its hide) or nothing."""
+@dataclass(frozen=True)
+class _Planned:
+    """A planned item, and the memories to forget once it is written: (id, note) pairs."""
+
+    item: Item
+    plan: CreationPlan
+    retire: tuple[tuple[str, str], ...] = ()
+
+
+def _write_batch(memory: Memory, owner: str, planned: Sequence[_Planned]) -> list[str]:
+    """Write planned items in one transaction: each is its entries (its hide, the forgets it
+    makes due) or nothing."""
     created: list[str] = []
     # Embedded in one batch before the chain is held, as remember_many does.
-    vectors = memory._plan_vectors([plan for _, plan in planned])
+    vectors = memory._plan_vectors([p.plan for p in planned])
+    steward = memory._steward_channel(memory.principal, owner)
     with memory._writing(owner) as tx:
-        for item, plan in planned:
-            result = memory._write_plan(tx, plan, vectors)
-            if item.hidden:
+        for write in planned:
+            result = memory._write_plan(tx, write.plan, vectors)
+            if write.item.hidden:
                 hide = Event("hide", result.id, memory.principal, texts={"note": HIDDEN_NOTE})
-                memory._commit(
-                    tx,
-                    hide,
-                    content=f"[hidden {result.id}]",
-                    channel=memory._steward_channel(memory.principal, owner),
-                )
+                memory._commit(tx, hide, content=f"[hidden {result.id}]", channel=steward)
+            for memory_id, note in write.retire:
+                current = memory._load(tx, memory_id)
+                if current.status in ("proposed", "active"):  # not already superseded
+                    memory._append_change(
+                        tx,
+                        current,
+                        "forget",
+                        actor=memory.principal,
+                        texts={"note": note},
+                        channel=steward,
+                    )
             created.append(result.id)
     return created
+
+
+def _retire(
+    item: Item,
+    memory_id: str,
+    prior: str | None,
+    *,
+    fresh: set[str],
+    successor_known: str | None,
+) -> tuple[tuple[str, str], ...]:
+    """The memories to forget once ``item`` is written as ``memory_id``.
+
+    A version an item supersedes that this same run wrote is history in its source, so it
+    leaves review as soon as its successor is written (one already in the ledger follows the
+    edit rule: it leaves retrieval when the person approves the new version). A version
+    whose successor is already in the ledger is history at once; a version the source
+    deleted (``item.forget``) is forgotten with the source's note.
+    """
+    out: list[tuple[str, str]] = []
+    if prior is not None and prior in fresh:
+        out.append((prior, f"superseded by {memory_id} in the imported history"))
+    if successor_known is not None:
+        out.append((memory_id, f"superseded by {successor_known} in the imported history"))
+    elif item.forget is not None:
+        out.append((memory_id, item.forget))
+    return tuple(out)
 
 
 def write_items(
@@ -455,29 +517,44 @@ def write_items(
     instant = _stamp(at)
     if known is None:
         known = _keys(memory, owner)
+    # Version chains (Item.supersedes): memory ids by key, of the ledger and of this run.
+    chains = any(i.supersedes for i in items)
+    ids = _ids(memory, owner) if chains else {}
+    successors = {i.supersedes: i.key for i in items if i.supersedes}
+    fresh: set[str] = set()
     done = 0
     for start in range(0, len(items), batch):
-        planned: list[tuple[Item, CreationPlan]] = []
+        planned: list[_Planned] = []
         for item in items[start : start + batch]:
             if item.key in known:
                 report.unchanged += 1
                 continue
+            prior = ids.get(item.supersedes) if item.supersedes else None
             try:
-                plan = _plan(memory, item, owner=owner, restore=restore, instant=instant)
+                plan = _plan(
+                    memory, item, owner=owner, restore=restore, instant=instant, supersedes=prior
+                )
             except _REFUSALS as exc:
                 report.refused.append(Refusal(item.where, exc.message))
             else:
-                planned.append((item, plan))
+                new_id = plan.event.memory
+                after = successors.get(item.key)
+                later = ids.get(after) if after in known else None
+                retire = _retire(item, new_id, prior, fresh=fresh, successor_known=later)
+                planned.append(_Planned(item, plan, retire))
                 known.add(item.key)  # a repeated key within one input is written once
+                if chains:
+                    ids[item.key] = new_id
+                    fresh.add(new_id)
         try:
             report.created.extend(_write_batch(memory, owner, planned))
         except _REFUSALS:
-            for item, plan in planned:
+            for write in planned:
                 try:
-                    report.created.extend(_write_batch(memory, owner, [(item, plan)]))
+                    report.created.extend(_write_batch(memory, owner, [write]))
                 except _REFUSALS as exc:
-                    report.refused.append(Refusal(item.where, exc.message))
-                    known.discard(item.key)
+                    report.refused.append(Refusal(write.item.where, exc.message))
+                    known.discard(write.item.key)
         done = min(start + batch, len(items))
         if progress is not None:
             progress(done, len(items))
@@ -548,6 +625,8 @@ def import_files(
         )
         items.extend(found)
         refused.extend(skipped)
+    for used in dict.fromkeys(names):  # references across files (basic-memory's links)
+        items = registry.get(used).link(items)
     label = names[0] if len(set(names)) == 1 else "mixed"
     report = ImportReport(label, mode, whose, refused=refused)
     return write_items(
