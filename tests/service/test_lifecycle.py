@@ -94,7 +94,7 @@ def test_appending_to_a_tampered_chain_is_refused(memory: Memory) -> None:
     memory.remember("second")
     db = memory.store._connection()  # type: ignore[attr-defined]
     db.execute("UPDATE ledger SET content = 'tampered' WHERE seq = 0")
-    memory._verified.clear()  # a new process has no cached verification
+    memory.parts.ledger.forget_verified()  # a new process has no cached verification
     with pytest.raises(IntegrityError, match="broken at entry #0"):
         memory.remember("third")
     assert memory.store.tip("human:alice").length == 2

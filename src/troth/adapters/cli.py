@@ -175,12 +175,10 @@ def remember(
     ctx = with_json(obj, as_json)
     with handled(ctx):
         memory = ctx.writer
-        actor = memory.principal
         result = memory.remember(
             text,
             owner=owner,
-            channel=channel
-            or ("user" if actor.startswith("human:") and (owner in (None, actor)) else "tool"),
+            channel=channel,  # None: the one rule of core.access.default_channel
             on_behalf_of=on_behalf_of,
             kind=kind,
             topic=topic,

@@ -22,7 +22,7 @@ from troth.core.access import (
     check_grant,
 )
 from troth.core.records import principal_kind
-from troth.service.tokens import DEFAULT_EXPIRY, Tokens
+from troth.service.tokens import DEFAULT_EXPIRY
 
 
 def _scopes(value: str | None, principal: str) -> tuple[str, ...]:
@@ -77,7 +77,7 @@ def token_create(
 ) -> None:
     """Create a token; the secret is printed once and only its hash is stored."""
     with handled(with_json(obj, as_json)) as ctx:
-        issued = Tokens(ctx.memory.store).create(
+        issued = ctx.memory.tokens.create(
             principal,
             _scopes(scopes, principal),
             on_behalf_of=on_behalf_of,
@@ -104,7 +104,7 @@ def token_create(
 def token_list(obj: Context, principal: str | None, as_json: bool) -> None:
     """List tokens (never their secrets)."""
     with handled(with_json(obj, as_json)) as ctx:
-        records = Tokens(ctx.memory.store).records(principal)
+        records = ctx.memory.tokens.records(principal)
         if ctx.as_json:
             click.echo(json.dumps({"tokens": [r.to_dict() for r in records]}, indent=2))
             return
@@ -125,7 +125,7 @@ def token_list(obj: Context, principal: str | None, as_json: bool) -> None:
 def token_revoke(obj: Context, token_id: str, as_json: bool) -> None:
     """Revoke a token at once: later requests with it get 401."""
     with handled(with_json(obj, as_json)) as ctx:
-        record = Tokens(ctx.memory.store).revoke(token_id)
+        record = ctx.memory.tokens.revoke(token_id)
         if ctx.as_json:
             click.echo(json.dumps(record.to_dict(), indent=2))
         else:

@@ -267,7 +267,7 @@ def serve(
 
     from troth.core.access import HUMAN_DEFAULT_SCOPES
 
-    tokens = Tokens(memory.store)
+    tokens = memory.tokens
     tls = ssl_certfile is not None
     if not is_loopback(host) and not tls:
         print(

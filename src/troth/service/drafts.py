@@ -3,7 +3,7 @@
 ``Draft`` is the value object behind every optional field of ``Memory.remember``;
 ``draft_fields`` validates it into the fields the chain commits to and the texts it may
 later erase. A ``CreationPlan`` is a validated, policy-decided creation waiting for its
-transaction (``MemoryWrites._plan``); ``WriteResult`` is what the caller gets back.
+transaction (``Admission.plan``); ``WriteResult`` is what the caller gets back.
 """
 
 from __future__ import annotations

@@ -187,11 +187,8 @@ class ScopedMemory:
     def export(self, fmt: str) -> tuple[bytes, int]:
         """The owner's ledger (personaxis) or memories (hux); the export is audited in the
         ledger (an ``export`` event naming the caller) before the bytes are returned."""
-        from troth.service.portability import export_audited
-
         self.grant.require(EXPORT, "export the ledger")
-        result = export_audited(self._memory, fmt, owner=self.owner, actor=self.grant.principal)
-        return result.data, result.items
+        return self._memory.export(fmt, owner=self.owner, actor=self.grant.principal)
 
     # -- writes -----------------------------------------------------------------------
 
