@@ -143,6 +143,13 @@ def token_revoke(obj: Context, token_id: str, as_json: bool) -> None:
 )
 @click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False))
 @click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--sweep-every",
+    type=click.FloatRange(min=0, min_open=True),
+    default=lambda: os.environ.get("TROTH_SWEEP_EVERY") or "600",
+    show_default="600, or TROTH_SWEEP_EVERY",
+    help="Seconds between retention sweeps (one also runs on start): expired text is erased.",
+)
 @click.pass_obj
 def serve(
     obj: Context,
@@ -152,6 +159,7 @@ def serve(
     first_token: bool,
     ssl_certfile: str | None,
     ssl_keyfile: str | None,
+    sweep_every: float,
 ) -> None:
     """Serve the HTTP API, MCP (streamable HTTP at /mcp) and the review page."""
     from troth.adapters import server
@@ -168,6 +176,7 @@ def serve(
             else None,
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
+            sweep_every=sweep_every,
         )
 
 

@@ -25,7 +25,23 @@ from pydantic import BaseModel, Field
 
 from troth.core.access import Grant
 from troth.core.errors import AuthenticationError, TrothError
+from troth.core.limits import (
+    MAX_AUDIT_LIMIT,
+    MAX_AUDIT_START,
+    MAX_BRIEF_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
+    MAX_NOTE_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SEARCH_LIMIT,
+    MAX_TAGS,
+    MAX_TITLE_CHARS,
+    MIN_BRIEF_CHARS,
+)
 from troth.core.records import Kind, MemoryRecord, Status, Topic
+from troth.core.versions import VERSION
 from troth.service.memory import Memory
 from troth.service.scoped import ScopedMemory
 
@@ -167,7 +183,7 @@ def create_mcp(
     """The MCP server with troth's tools over one facade; ``recalls`` is the recall
     limiter it shares with the HTTP API when both are served (``server.create_app``)."""
     server: MCPServer = MCPServer(
-        "troth", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
+        "troth", instructions=INSTRUCTIONS, version=VERSION, log_level="WARNING"
     )
 
     def name(dotted: str) -> str:
@@ -191,9 +207,11 @@ def create_mcp(
 
     @server.tool(name=name("memory.search"))
     async def memory_search(
-        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        query: Annotated[
+            str, Field(description="What to look for, in plain words.", max_length=MAX_QUERY_CHARS)
+        ],
         ctx: Context,
-        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Search the person's active memories (keyword match); best hits first."""
 
@@ -229,14 +247,23 @@ def create_mcp(
 
     @server.tool(name=name("memory.write"))
     async def memory_write(
-        content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
+        content: Annotated[
+            str,
+            Field(
+                description="The memory, one self-contained sentence.", max_length=MAX_CONTENT_CHARS
+            ),
+        ],
         ctx: Context,
         kind: Kind = "fact",
         topic: Topic = "general",
-        title: str | None = None,
-        tags: list[str] | None = None,
+        title: Annotated[str | None, Field(max_length=MAX_TITLE_CHARS)] = None,
+        tags: Annotated[list[str] | None, Field(max_length=MAX_TAGS)] = None,
         reason: Annotated[
-            str | None, Field(description="Why it is worth remembering (kept in the audit).")
+            str | None,
+            Field(
+                description="Why it is worth remembering (kept in the audit).",
+                max_length=MAX_REASON_CHARS,
+            ),
         ] = None,
         channel: Annotated[
             Literal["synthesis", "tool", "internal"] | None,
@@ -260,8 +287,8 @@ def create_mcp(
     async def memory_list(
         ctx: Context,
         status: Status | None = None,
-        limit: Annotated[int, Field(ge=1, le=200)] = 50,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 50,
+        offset: Annotated[int, Field(ge=0, le=MAX_LIST_OFFSET)] = 0,
     ) -> Annotated[CallToolResult, ListResult]:
         """List the person's memories, newest first, optionally of one status."""
 
@@ -277,7 +304,7 @@ def create_mcp(
     async def memory_forget(
         id: Annotated[str, Field(description="The memory id to forget.")],
         ctx: Context,
-        reason: str | None = None,
+        reason: Annotated[str | None, Field(max_length=MAX_NOTE_CHARS)] = None,
     ) -> Annotated[CallToolResult, ForgetResult]:
         """Forget a memory at once, when the person asks you to; it leaves every search."""
 
@@ -289,9 +316,14 @@ def create_mcp(
 
     @server.tool(name=name("context.brief"))
     async def context_brief(
-        task: Annotated[str, Field(description="What you are about to do, in plain words.")],
+        task: Annotated[
+            str,
+            Field(
+                description="What you are about to do, in plain words.", max_length=MAX_QUERY_CHARS
+            ),
+        ],
         ctx: Context,
-        budget_chars: Annotated[int, Field(ge=100, le=20000)] = 2000,
+        budget_chars: Annotated[int, Field(ge=MIN_BRIEF_CHARS, le=MAX_BRIEF_CHARS)] = 2000,
     ) -> Annotated[CallToolResult, BriefResult]:
         """The person's most relevant active memories for a task, within a size budget."""
 
@@ -306,8 +338,8 @@ def create_mcp(
         memory_id: Annotated[
             str | None, Field(description="One memory's trail; omit for the ledger's events.")
         ] = None,
-        start: Annotated[int, Field(ge=0)] = 0,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+        start: Annotated[int, Field(ge=0, le=MAX_AUDIT_START)] = 0,
+        limit: Annotated[int, Field(ge=1, le=MAX_AUDIT_LIMIT)] = 100,
     ) -> Annotated[CallToolResult, AuditResult]:
         """The ledger's events in chain order (no content), or one memory's audit trail."""
 

@@ -49,11 +49,6 @@ AUDIT_ACTIONS: Final = (
 )
 CORE_RELATIONS: Final = ("supersedes", "contradicts", "refines", "about")
 
-MAX_CONTENT_CHARS: Final = 2000
-MAX_REASON_CHARS: Final = 280
-MAX_TITLE_CHARS: Final = 300
-MAX_TAGS: Final = 64
-MAX_TAG_CHARS: Final = 100
 
 PRINCIPAL_PATTERN: Final = re.compile(r"^(human|agent|org|service):[A-Za-z0-9._@+/-]{1,128}$")
 ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")

@@ -27,11 +27,11 @@ from troth.core.records import (
     SYSTEM_PRINCIPAL,
     MemoryRecord,
 )
+from troth.core.versions import PCP_VERSION as PCP_VERSION
 from troth.formats import yaml12
 from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
 
 NAME: Final = "pcp-page"
-PCP_VERSION: Final = "0.3"
 MAX_PAGE_BYTES: Final = 1 << 20
 IMPLEMENTATION_KEY: Final = "x_troth"
 EXPORTED_STATUSES: Final = ("proposed", "active", "rejected")

@@ -16,8 +16,9 @@ from typing import Any
 from troth.core.chain import INJECTION_TAG
 from troth.core.errors import InvalidInputError, PolicyDeniedError
 from troth.core.events import Event
+from troth.core.limits import MAX_REASON_CHARS
 from troth.core.policy import Decision, Policy
-from troth.core.records import MAX_REASON_CHARS, SENSITIVITIES, check_principal, principal_kind
+from troth.core.records import SENSITIVITIES, check_principal, principal_kind
 from troth.service import validation as check
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, Draft, draft_fields

@@ -10,12 +10,11 @@ from collections.abc import Callable, Mapping
 
 from troth.core import lifecycle
 from troth.core.errors import PolicyDeniedError
+from troth.core.limits import MAX_REDACTION_REASON_CHARS, REDACTION_PREFIX
 from troth.core.records import MemoryRecord, principal_kind
 from troth.service import validation as check
 from troth.service.base import Parties, steward_channel
 from troth.service.ledger import Ledger
-
-MAX_NOTE_CHARS = 200  # HUX audit notes
 
 
 class Changes:
@@ -79,8 +78,8 @@ class Changes:
         """Erase a memory's text from every byte the store keeps; the chain still verifies."""
         who = self.parties.actor(actor)
         whose = self.parties.owner_of(memory_id, owner)
-        why = check.text(reason, "reason", max_chars=MAX_NOTE_CHARS - len("redacted: "))
-        return self.change(memory_id, "redact", who, whose, {"note": f"redacted: {why}"})
+        why = check.text(reason, "reason", max_chars=MAX_REDACTION_REASON_CHARS)
+        return self.change(memory_id, "redact", who, whose, {"note": REDACTION_PREFIX + why})
 
     def _review(
         self, memory_id: str, kind: str, *, actor: str | None, owner: str | None, note: str | None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from troth.core.events import Event
+from troth.core.limits import MAX_EVIDENCE_CHARS, MAX_SESSION_CHARS
 from troth.core.policy import Decision
 from troth.core.records import KINDS, MemoryRecord
 from troth.service import validation as check
@@ -104,10 +105,10 @@ def draft_fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
         "page_type": check.page_type(draft.page_type),
         "session": None
         if draft.session is None
-        else check.text(draft.session, "session", max_chars=256),
+        else check.text(draft.session, "session", max_chars=MAX_SESSION_CHARS),
         "evidence": None
         if draft.evidence is None
-        else check.text(draft.evidence, "evidence", max_chars=512),
+        else check.text(draft.evidence, "evidence", max_chars=MAX_EVIDENCE_CHARS),
     }
     fields.update({k: v for k, v in optional.items() if v is not None})
     relations = check.relations(draft.relations)

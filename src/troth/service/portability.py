@@ -38,6 +38,7 @@ from troth.core.errors import (
 )
 from troth.core.events import Event
 from troth.core.records import MemoryRecord, check_principal
+from troth.core.versions import VERSION
 from troth.formats import archive, hux, pcp, personaxis, registry
 from troth.formats.registry import Item, Refusal
 from troth.service.admission import Admission, check_admitted_status, refuse_unstored
@@ -56,15 +57,6 @@ BATCH: Final = 500  # memories written per transaction on import and restore
 _DRAFT_FIELDS: Final = frozenset(f.name for f in fields(Draft))
 
 Progress = Callable[[int, int], None]
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("troth")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare source tree
-        return "0"
 
 
 @dataclass(frozen=True)
@@ -262,7 +254,7 @@ class Portability:
             audit_lines,
             owner=whose,
             exported_at=exported_at,
-            version=_version(),
+            version=VERSION,
             sensitive_pages=sum(1 for m, _ in pages.values() if m.sensitivity == "sensitive"),
             omitted=omitted,
             audit_range=(min(moments), max(moments)) if moments else None,

@@ -8,6 +8,7 @@ from typing import Any
 
 from troth.core.errors import InvalidInputError
 from troth.core.events import Record
+from troth.core.limits import MAX_QUERY_CHARS, MAX_RECALL_LIMIT
 from troth.core.policy import Justification, Policy
 from troth.core.records import MemoryRecord
 from troth.service import validation as check
@@ -71,8 +72,8 @@ class Reads:
         """The owner's active, retrievable memories that best answer a query."""
         if isinstance(query, str):
             query = Query(text=query, **options)
-        text = check.text(query.text, "query", max_chars=2000)
-        check.whole_number(query.limit, 1, 1000, "limit")
+        text = check.text(query.text, "query", max_chars=MAX_QUERY_CHARS)
+        check.whole_number(query.limit, 1, MAX_RECALL_LIMIT, "limit")
         whose = self.parties.owner(query.owner, self.parties.principal)
         if query.valid_on is not None:
             check.date_or_time(query.valid_on, "valid_on")

@@ -16,6 +16,15 @@ from typing import Any, TypeVar
 
 from troth.core.access import EXPORT, READ, WRITE, Grant
 from troth.core.errors import NotFoundError
+from troth.core.limits import (
+    MAX_AUDIT_LIMIT,
+    MAX_AUDIT_START,
+    MAX_BRIEF_CHARS,
+    MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
+    MAX_SEARCH_LIMIT,
+    MIN_BRIEF_CHARS,
+)
 from troth.core.records import KINDS, STATUSES, MemoryRecord
 from troth.service import validation as check
 from troth.service.memory import Memory, OwnerReport, WriteResult
@@ -23,8 +32,6 @@ from troth.service.recall import Query, RecallHit
 from troth.storage.base import MemoryFilter
 
 T = TypeVar("T")
-MAX_LIST = 200
-MAX_BRIEF_CHARS = 20000
 
 
 def not_found(memory_id: str) -> NotFoundError:
@@ -97,8 +104,8 @@ class ScopedMemory:
             check.choice(status, STATUSES, "status")
         for kind in kinds or ():
             check.choice(kind, KINDS, "kind")
-        check.whole_number(limit, 1, MAX_LIST, "limit")
-        check.whole_number(offset, 0, 1_000_000, "offset")
+        check.whole_number(limit, 1, MAX_LIST_LIMIT, "limit")
+        check.whole_number(offset, 0, MAX_LIST_OFFSET, "offset")
         flt = MemoryFilter(
             statuses=statuses or None,
             kinds=kinds or None,
@@ -117,7 +124,7 @@ class ScopedMemory:
         self.grant.require(READ, "search memories")
         for kind in kinds or ():
             check.choice(kind, KINDS, "kind")
-        check.whole_number(limit, 1, 100, "limit")
+        check.whole_number(limit, 1, MAX_SEARCH_LIMIT, "limit")
         query = Query(
             text=text,
             owner=self.owner,
@@ -130,7 +137,7 @@ class ScopedMemory:
     def brief(self, task: str, *, budget_chars: int = 2000) -> Brief:
         """The most relevant active memories for a task, as lines, within ``budget_chars``."""
         self.grant.require(READ, "read a context brief")
-        check.whole_number(budget_chars, 100, MAX_BRIEF_CHARS, "budget_chars")
+        check.whole_number(budget_chars, MIN_BRIEF_CHARS, MAX_BRIEF_CHARS, "budget_chars")
         hits = [h.memory for h in self.search(task, limit=50)]
         seen = {m.id for m in hits}
         recent = self._memory.memories(
@@ -158,8 +165,8 @@ class ScopedMemory:
         self.grant.require(READ, "read the audit trail")
         if memory_id is not None:
             return [item.to_json() for item in self._visible(memory_id).audit]
-        check.whole_number(start, 0, 10**9, "start")
-        check.whole_number(limit, 1, 1000, "limit")
+        check.whole_number(start, 0, MAX_AUDIT_START, "start")
+        check.whole_number(limit, 1, MAX_AUDIT_LIMIT, "limit")
         out: list[dict[str, Any]] = []
         for record in self._memory.log(self.owner, start=start):
             event = record.decode()
