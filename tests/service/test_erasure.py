@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import StepClock
-from troth.config import load_policy
+from tests.conftest import StepClock, facade
 from troth.service.memory import Memory
 from troth.storage.sqlite import SQLiteStore, sqlite3
 
@@ -75,7 +74,7 @@ def test_a_redacted_canary_is_in_no_file_and_no_index_while_another_connection_i
 
 def test_a_canary_erased_by_retention_is_in_no_file(home: Path, clock: StepClock) -> None:
     store = SQLiteStore(home / "troth.db")
-    with Memory(store, policy=load_policy(None), principal="human:alice", clock=clock) as memory:
+    with facade(store, clock=clock) as memory:
         result = memory.remember(
             f"temporary {CANARY}", title=CANARY, ttl="expires_at:2026-07-04T00:00:00Z"
         )

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import StepClock
-from troth.config import load_policy
+from tests.conftest import StepClock, facade
 from troth.core.errors import ConflictError, FormatError, PolicyDeniedError
 from troth.formats import archive, pcp, personaxis
 from troth.formats.registry import Item
@@ -35,7 +34,7 @@ def fresh(tmp_path: Path) -> Callable[[], Memory]:
 
     def make() -> Memory:
         store = SQLiteStore(tmp_path / f"db{len(made)}" / "troth.db")
-        m = Memory(store, policy=load_policy(None), principal=OWNER, clock=StepClock())
+        m = facade(store, principal=OWNER, clock=StepClock())
         made.append(m)
         return m
 

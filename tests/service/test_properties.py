@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import SHARED, StepClock
+from tests.conftest import SHARED, StepClock, facade
 from troth.config import load_policy
 from troth.core import chain
 from troth.core.errors import ConflictError, PolicyDeniedError
@@ -124,7 +124,7 @@ def test_any_sequence_of_operations_verifies_and_rebuilds_equal(ops: list[tuple[
     policy = load_policy(None)
     with (
         tempfile.TemporaryDirectory(prefix="lm-prop-") as home,
-        Memory(SQLiteStore(Path(home) / "l.db"), policy=policy, principal=ALICE, clock=clock) as m,
+        facade(SQLiteStore(Path(home) / "l.db"), policy=policy, principal=ALICE, clock=clock) as m,
     ):
         run(m, clock, ops)
         assert all(report.ok for report in m.verify()), [r.to_dict() for r in m.verify()]
@@ -145,7 +145,7 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
     """Alice's ledger with every event kind; Bob's restored from a personaxis log."""
     home = tmp_path_factory.mktemp("tamper")
     clock = StepClock()
-    m = Memory(SQLiteStore(home / "l.db"), policy=load_policy(None), principal=ALICE, clock=clock)
+    m = facade(SQLiteStore(home / "l.db"), principal=ALICE, clock=clock)
     kept = m.remember("I prefer green tea", reason="asked", title="Tea", tags=["drinks"])
     proposed = m.remember("Alice runs", actor="agent:bot", owner=ALICE, channel="synthesis")
     m.approve(proposed.id, note="yes")

@@ -35,6 +35,7 @@ from troth.config import Settings
 from troth.core.errors import TrothError
 from troth.core.ranking import ADDITIVE_ADJUSTMENTS
 from troth.core.records import CHANNELS, KINDS, STATUSES, TOPICS, MemoryRecord
+from troth.service.changes import FORGET_REASON
 from troth.service.memory import MemoryFilter
 from troth.service.recall import Query
 
@@ -361,7 +362,7 @@ def edit(
 @cli.command()
 @click.argument("memory_id")
 @click.option("--owner")
-@click.option("--reason", default="forgotten at the owner's request", show_default=True)
+@click.option("--reason", default=FORGET_REASON, show_default=True)
 @json_option
 @click.pass_obj
 def forget(obj: Context, memory_id: str, owner: str | None, reason: str, as_json: bool) -> None:

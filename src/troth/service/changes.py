@@ -16,6 +16,9 @@ from troth.service import validation as check
 from troth.service.base import Parties, steward_channel
 from troth.service.ledger import Ledger
 
+#: The note of a forget that gives no reason, on every surface (library, CLI, HTTP, MCP).
+FORGET_REASON = "forgotten at the owner's request"
+
 
 class Changes:
     """The use cases that move an existing memory through its lifecycle."""
@@ -65,7 +68,7 @@ class Changes:
         *,
         actor: str | None = None,
         owner: str | None = None,
-        reason: str = "forgotten at the owner's request",
+        reason: str = FORGET_REASON,
     ) -> MemoryRecord:
         """Forget a memory at once: a tombstone; its bytes stay until redacted."""
         who = self.parties.actor(actor)

@@ -38,6 +38,7 @@ from troth.core.errors import ConflictError, InvalidInputError
 from troth.core.events import EVENT_TAG, MEMORY_TAG, Event, Record, canonical_bytes
 from troth.core.records import MemoryRecord, check_principal, principal_kind
 from troth.formats.uaix import handle_request
+from troth.formats.uaix.refusals import InvalidRequestError
 from troth.service.admission import Admission
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan
@@ -221,9 +222,9 @@ class LedgerCheckpointPort:
                     },
                 )
             except InvalidInputError as exc:
-                raise InvalidInputError(
+                raise InvalidRequestError(
                     f"stable fact {index} cannot be remembered: {exc.message}",
-                    code="schema-violation",
+                    uaix_code="schema-violation",
                     errors=[
                         {"path": f"/body/parameters/stable_facts/{index}", "message": exc.message}
                     ],

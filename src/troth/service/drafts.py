@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from troth.core.events import Event
 from troth.core.limits import MAX_EVIDENCE_CHARS, MAX_SESSION_CHARS
@@ -81,6 +81,56 @@ class Draft:
     recorded_at: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     stamps: Mapping[str, Any] = field(default_factory=dict)
+
+
+class WriteFields(TypedDict, total=False):
+    """The per-item fields of a write, by name: ``Memory.remember(text, **fields)``.
+
+    The same names as :class:`Draft` (``tests/service/test_lifecycle.py`` keeps the two
+    alike); every one is optional and validated by the service, which refuses an unknown
+    name with a sentence listing the known ones.
+    """
+
+    kind: str
+    topic: str
+    scope: Any  # a Scope or its text form: global, project:ID, conversation:ID
+    reason: str | None
+    title: str | None
+    tags: Sequence[str]
+    ttl: Any  # a TTL, its text form (never, expires_at:…, decay:N) or a mapping
+    sensitivity: str | None
+    confidence: float | None
+    importance: float | None
+    valid_from: str | None
+    valid_until: str | None
+    expires: str | None
+    relations: Sequence[Any]
+    lifecycle: str
+    partition: str
+    path: str | None
+    page_type: str | None
+    derived_from: Sequence[str]
+    session: str | None
+    evidence: str | None
+    recorded_at: str | None
+    extra: Mapping[str, Any]
+    stamps: Mapping[str, Any]
+
+
+class ItemText(TypedDict):
+    """The one required key of a :class:`WriteItem`."""
+
+    text: str
+
+
+class WriteItem(ItemText, WriteFields, total=False):
+    """One item of ``Memory.remember_many``: its text, its own channel, and its fields.
+
+    (``Required`` would say it in one class, but the postponed annotations of this module
+    hide it from Python 3.11's TypedDict, so the required key comes from ``ItemText``.)
+    """
+
+    channel: str
 
 
 def draft_fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:

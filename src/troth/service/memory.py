@@ -21,17 +21,18 @@ happens at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from troth.core.policy import Decision, Justification, Policy
 from troth.core.records import MemoryRecord
 from troth.service.base import Clock, utc_now
+from troth.service.changes import FORGET_REASON
 from troth.service.compose import Services
-from troth.service.drafts import Draft, WriteResult
+from troth.service.drafts import Draft, WriteFields, WriteItem, WriteResult
 from troth.service.integrity import OwnerReport
 from troth.service.migration import MigrationReport
 from troth.service.portability import ExportResult, ImportReport
@@ -131,7 +132,7 @@ class Memory:
         channel: str | None = None,
         on_behalf_of: str | None = None,
         draft: Draft | None = None,
-        **details: Any,
+        **details: Unpack[WriteFields],
     ) -> WriteResult:
         """Write a memory; the policy decides whether it is kept, proposed or not stored.
 
@@ -150,14 +151,14 @@ class Memory:
 
     def remember_many(
         self,
-        items: Iterable[str | Mapping[str, Any]],
+        items: Iterable[str | WriteItem],
         *,
         owner: str | None = None,
         actor: str | None = None,
         channel: str | None = None,
         on_behalf_of: str | None = None,
         draft: Draft | None = None,
-        **details: Any,
+        **details: Unpack[WriteFields],
     ) -> list[WriteResult]:
         """Write many memories into one ledger in one transaction: all of them, or none.
 
@@ -208,7 +209,7 @@ class Memory:
         actor: str | None = None,
         owner: str | None = None,
         channel: str | None = None,
-        **details: Any,
+        **details: Unpack[WriteFields],
     ) -> WriteResult:
         """Supersede a memory with new text: a new memory; the old one leaves retrieval."""
         return self.parts.writes.edit(
@@ -256,7 +257,7 @@ class Memory:
         *,
         actor: str | None = None,
         owner: str | None = None,
-        reason: str = "forgotten at the owner's request",
+        reason: str = FORGET_REASON,
     ) -> MemoryRecord:
         """Forget a memory at once: a tombstone; its bytes stay until redacted."""
         return self.parts.changes.forget(memory_id, actor=actor, owner=owner, reason=reason)

@@ -532,9 +532,7 @@ class Portability:
                 )
             if restore and codec.name == "personaxis":
                 return self._restore_chain(data, name=name, owner=whose, reanchor=reanchor)
-            if codec.decoder is None:  # pragma: no cover - every registered codec decodes
-                raise InvalidInputError(f"{codec.name} cannot be imported")
-            found, skipped = codec.decoder(
+            found, skipped = codec.decode(
                 data, name=name, restore=restore, reanchor=reanchor, known=known
             )
             items.extend(found)

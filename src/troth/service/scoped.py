@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from troth.core.access import EXPORT, READ, WRITE, Grant
 from troth.core.errors import NotFoundError
@@ -27,6 +27,8 @@ from troth.core.limits import (
 )
 from troth.core.records import KINDS, STATUSES, MemoryRecord
 from troth.service import validation as check
+from troth.service.changes import FORGET_REASON
+from troth.service.drafts import WriteFields
 from troth.service.memory import Memory, OwnerReport, WriteResult
 from troth.service.recall import Query, RecallHit
 from troth.storage.base import MemoryFilter
@@ -209,7 +211,9 @@ class ScopedMemory:
             include_sensitive=self.grant.sees_sensitive,
         )
 
-    def write(self, text: str, *, channel: str | None = None, **details: Any) -> WriteResult:
+    def write(
+        self, text: str, *, channel: str | None = None, **details: Unpack[WriteFields]
+    ) -> WriteResult:
         """Remember ``text`` in the owner's ledger through the caller's own channel."""
         self.grant.require(WRITE, "write memories")
         return self._memory.remember(
@@ -231,7 +235,7 @@ class ScopedMemory:
                 memory_id,
                 actor=self.grant.principal,
                 owner=self.owner,
-                reason=reason or f"forgotten at the request of {self.grant.principal}",
+                reason=reason or FORGET_REASON,
             ),
         )
 
@@ -261,7 +265,7 @@ class ScopedMemory:
         """A person supersedes a memory (a proposal: edit then approve) with new text."""
         self.grant.require_review("edit a memory")
         self._visible(memory_id)
-        details = {} if reason is None else {"reason": reason}
+        details: WriteFields = {} if reason is None else {"reason": reason}
         return self._guard(
             memory_id,
             lambda: self._memory.edit(
