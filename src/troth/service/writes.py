@@ -58,12 +58,13 @@ class Writes:
         details: Mapping[str, Any],
     ) -> WriteResult:
         """Write a memory; the policy decides whether it is kept, proposed or not stored."""
-        who = self.parties.actor(actor)
+        if channel is None:
+            channel = self.default_channel(self.parties.actor(actor), owner)
         plan = self.admission.plan(
             text,
             owner=owner,
-            actor=who,
-            channel=channel or self.default_channel(who, owner),
+            actor=actor,  # checked once, in plan
+            channel=channel,
             on_behalf_of=on_behalf_of,
             draft=draft,
             details=details,
@@ -105,13 +106,15 @@ class Writes:
                     raise InvalidInputError(
                         f"expected text or a mapping with 'text'; got {type(item).__name__}"
                     )
-                who = self.parties.actor(actor)
+                chosen = own.pop("channel", channel)
+                if chosen is None:
+                    chosen = self.default_channel(self.parties.actor(actor), owner)
                 plans.append(
                     self.admission.plan(
                         text,
                         owner=owner,
-                        actor=who,
-                        channel=own.pop("channel", channel) or self.default_channel(who, owner),
+                        actor=actor,
+                        channel=chosen,
                         on_behalf_of=on_behalf_of,
                         draft=draft,
                         details={**details, **own},
