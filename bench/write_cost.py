@@ -76,8 +76,42 @@ def _writes(backend: str, count: int) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def perf_counts() -> bool:
+    """Whether ``perf stat`` can count instructions here (virtual machines often cannot)."""
+    if shutil.which("perf") is None:
+        return False
+    probe = subprocess.run(
+        ["perf", "stat", "-x,", "-e", "instructions:u", "true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return "<not supported>" not in probe.stderr and probe.returncode == 0
+
+
+def _callgrind(tree: Path, backend: str, count: int) -> int:
+    """Instructions of one measured process under valgrind's callgrind (its children, such
+    as a PostgreSQL server, are not traced)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree / "src"), str(ROOT)]))
+    with tempfile.TemporaryDirectory(prefix="troth-callgrind-") as out:
+        command = [
+            "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.out",
+            sys.executable, "-m", "bench.write_cost", "--inner", backend, str(count),
+        ]  # fmt: skip
+        result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    for line in result.stderr.splitlines():
+        if "Collected :" in line and not result.returncode:
+            return int(line.rsplit(":", 1)[1].strip())
+    raise RuntimeError(f"callgrind did not count the writes:\n{result.stderr[-2000:]}")
+
+
+COUNTER = {"name": "perf"}
+
+
 def _instructions(tree: Path, backend: str, count: int) -> int:
     """User-space instructions of one measured process running ``tree``'s code."""
+    if COUNTER["name"] == "callgrind":
+        return _callgrind(tree, backend, count)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree / "src"), str(ROOT)]))
     command = [
         "perf", "stat", "-x,", "-i", "-e", "instructions:u",
@@ -107,14 +141,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=2000)
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--no-docs", action="store_true", help="print, do not record")
+    parser.add_argument(
+        "--counter",
+        choices=["auto", "perf", "callgrind"],
+        default="auto",
+        help="perf stat, or valgrind's callgrind where perf cannot count (auto: perf if it can)",
+    )
     parser.add_argument("--inner", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.inner:
         _writes(args.inner[0], int(args.inner[1]))
         return 0
-    if shutil.which("perf") is None:
+    counter = args.counter
+    if counter == "auto":
+        counter = "perf" if perf_counts() else "callgrind"
+    if counter == "perf" and shutil.which("perf") is None:
         print("perf is not installed (Debian: apt install linux-perf)", file=sys.stderr)
         return 1
+    if counter == "callgrind" and shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt install valgrind)", file=sys.stderr)
+        return 1
+    COUNTER["name"] = counter
     trees: dict[str, Path] = {"working tree": ROOT}
     worktree = None
     if args.against:
@@ -161,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()};"
         f" Python {platform.python_version()}. Date: {datetime.now(UTC):%Y-%m-%d}."
-        " User-space instructions of the writing process per `remember` (perf stat), the"
+        " User-space instructions of the writing process per `remember`"
+        + (" (perf stat)" if counter == "perf" else " (valgrind callgrind: perf cannot count here)")
+        + ", the"
         f" difference of {BASE + args.writes:,} and {BASE:,} writes; the PostgreSQL"
         " server's own processes are not counted.",
         "",

@@ -12,8 +12,9 @@ import pytest
 
 from tests.pg import TestServer
 from troth.config import load_policy
-from troth.embedding import HashingEmbedder
-from troth.service.memory import Memory
+from troth.core.policy import Policy
+from troth.embedding import Embedder, HashingEmbedder
+from troth.service.memory import Clock, Memory, utc_now
 from troth.storage.base import Store
 from troth.storage.postgres import PostgresStore
 from troth.storage.sqlite import SQLiteStore
@@ -32,17 +33,32 @@ class StepClock:
         return self.now
 
 
+def facade(
+    store: Store,
+    *,
+    principal: str = "human:alice",
+    clock: Clock | None = None,
+    embedder: Embedder | None = None,
+    policy: Policy | None = None,
+) -> Memory:
+    """The one facade factory of the tests: ``store`` under the default policy (or
+    ``policy``), acting as ``principal``, on ``clock`` (default: the wall clock)."""
+    return Memory(
+        store,
+        policy=policy or load_policy(None),
+        principal=principal,
+        clock=clock or utc_now,
+        embedder=embedder,
+    )
+
+
 def vector_facade(
     store: Store, *, principal: str = "human:alice", clock: StepClock | None = None
 ) -> Memory:
     """The facade over ``store`` with the default policy, a step clock and the hashing
     embedder (64 dimensions, no model files): what the vector tests build."""
-    return Memory(
-        store,
-        policy=load_policy(None),
-        principal=principal,
-        clock=clock or StepClock(),
-        embedder=HashingEmbedder(),
+    return facade(
+        store, principal=principal, clock=clock or StepClock(), embedder=HashingEmbedder()
     )
 
 
@@ -69,7 +85,7 @@ def clock() -> StepClock:
 @pytest.fixture
 def memory(home: Path, clock: StepClock) -> Iterator[Memory]:
     store = SQLiteStore(home / "troth.db")
-    with Memory(store, policy=load_policy(None), principal="human:alice", clock=clock) as m:
+    with facade(store, clock=clock) as m:
         yield m
 
 
@@ -127,4 +143,4 @@ def any_store(backend: str, home: Path, request: pytest.FixtureRequest) -> Itera
 @pytest.fixture
 def any_memory(any_store: Store, clock: StepClock) -> Memory:
     """The facade over a fresh store of each backend."""
-    return Memory(any_store, policy=load_policy(None), principal="human:alice", clock=clock)
+    return facade(any_store, clock=clock)

@@ -1,5 +1,11 @@
-"""troth: long-term memory for AI assistants that people can trust."""
+"""troth: long-term memory for AI assistants that people can trust.
 
+The public API is what this module exports (``__all__``): the :class:`Memory` facade, the
+value objects its verbs take and return, and the error tree. Everything else is reached
+through them; modules under ``troth.*`` are internal and may change.
+"""
+
+from troth.core import versions as _versions
 from troth.core.errors import (
     AuthenticationError,
     ConflictError,
@@ -13,19 +19,31 @@ from troth.core.errors import (
     TrothError,
 )
 from troth.core.records import MemoryRecord, Scope
+from troth.service.drafts import WriteFields, WriteItem
+from troth.service.integrity import OwnerReport
 from troth.service.memory import Draft, Memory, WriteResult
+from troth.service.migration import MigrationReport
+from troth.service.portability import ExportResult, ImportReport
 from troth.service.recall import Query, RecallHit
+from troth.storage.base import MemoryFilter
+
+__version__ = _versions.VERSION
 
 __all__ = [
     "AuthenticationError",
     "ConflictError",
     "Draft",
+    "ExportResult",
     "FormatError",
+    "ImportReport",
     "IntegrityError",
     "InvalidInputError",
     "Memory",
+    "MemoryFilter",
     "MemoryRecord",
+    "MigrationReport",
     "NotFoundError",
+    "OwnerReport",
     "PolicyDeniedError",
     "Query",
     "RecallHit",
@@ -33,5 +51,7 @@ __all__ = [
     "StaleTipError",
     "StorageError",
     "TrothError",
+    "WriteFields",
+    "WriteItem",
     "WriteResult",
 ]

@@ -28,7 +28,25 @@ from troth.core.errors import InvalidInputError
 from troth.core.policy import Policy
 from troth.core.records import check_principal
 from troth.service.memory import Clock, Memory, utc_now
-from troth.storage.base import Store
+from troth.service.stores import open_store
+
+__all__ = [
+    "DATABASE_NAME",
+    "SIGNING_KEY_NAME",
+    "WITNESS_DIR_NAME",
+    "SealingSettings",
+    "Settings",
+    "build_memory",
+    "build_sealer",
+    "default_embedder",
+    "default_policy_document",
+    "default_principal",
+    "ledger_location",
+    "load_policy",
+    "merge",
+    "open_store",
+    "resolve_principal",
+]
 
 if TYPE_CHECKING:
     from troth.embedding import Embedder
@@ -146,31 +164,6 @@ class Settings:
         )
 
 
-def open_store(location: str | Path) -> Store:
-    """A store for a database URL or path.
-
-    ``postgresql://…`` (or ``postgres://…``) opens PostgreSQL — the optional extra
-    ``troth[postgres]``; ``sqlite:///path`` or a plain file path opens SQLite.
-    """
-    text = str(location)
-    if text.startswith(("postgresql://", "postgres://")):
-        try:
-            from troth.storage.postgres import PostgresStore
-        except ImportError as exc:
-            raise InvalidInputError(
-                "the PostgreSQL backend needs its extra: pip install 'troth[postgres]'"
-            ) from exc
-        return PostgresStore(text)
-    if "://" in text and not text.startswith("sqlite:///"):
-        raise InvalidInputError(
-            f"unsupported database URL {text.split('://')[0]}://…;"
-            " use postgresql://…, sqlite:///PATH or a file path"
-        )
-    from troth.storage.sqlite import SQLiteStore
-
-    return SQLiteStore(Path(text.removeprefix("sqlite:///")).expanduser())
-
-
 def default_embedder() -> Embedder:
     """The embedding model every ledger uses: the packaged static model (loaded once)."""
     from troth.embedding import StaticEmbedder
@@ -189,17 +182,6 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
         clock=clock,
         embedder=embedder,
         max_concurrent_recalls=settings.max_concurrent_recalls,
-    )
-
-
-def memory_over(store: Store, like: Memory) -> Memory:
-    """A facade over another store with ``like``'s policy, principal, clock and embedder."""
-    return Memory(
-        store,
-        policy=like.policy,
-        principal=like.principal,
-        clock=like._clock,
-        embedder=like.embedder,
     )
 
 

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
+from click.testing import CliRunner, Result
 from starlette.testclient import TestClient
 
+from tests.conftest import facade
+from troth.adapters.cli import cli
+from troth.adapters.console import EXIT_OK
 from troth.adapters.server import ServerOptions, create_app
-from troth.config import load_policy
 from troth.core.access import HUMAN_DEFAULT_SCOPES
 from troth.service.memory import Memory
 from troth.service.tokens import Tokens
+from troth.storage.base import Tip
 from troth.storage.sqlite import SQLiteStore
 
 ALICE, BOB, AGENT = "human:alice", "human:bob", "agent:assistant"
@@ -46,9 +52,8 @@ def auth(token: str) -> dict[str, str]:
 
 
 def make_ledger(home: Path) -> Ledger:
-    store = SQLiteStore(home / "troth.db")
-    memory = Memory(store, policy=load_policy(None), principal=ALICE)
-    tokens = Tokens(store)
+    memory = facade(SQLiteStore(home / "troth.db"), principal=ALICE)
+    tokens = memory.tokens
     agent_scopes = ["memory:read", "memory:write"]
     return Ledger(
         memory=memory,
@@ -117,3 +122,32 @@ class LiveServer:
 def live(ledger: Ledger) -> Iterator[LiveServer]:
     with LiveServer(ledger) as server:
         yield server
+
+
+# -- the CLI, as a person types it ------------------------------------------------------
+
+
+def invoke(home: Path, *args: str, who: str = ALICE) -> Result:
+    """``troth --home HOME --as WHO ARGS…`` in process."""
+    return CliRunner().invoke(cli, ["--home", str(home), "--as", who, *args])
+
+
+def said(result: Result) -> str:
+    """The output with rich's line wrapping undone."""
+    return " ".join(result.output.split())
+
+
+def as_json(result: Result, *, code: int = EXIT_OK) -> dict[str, Any]:
+    """A command's ``--json`` output, after it exited with ``code`` (by default: success)."""
+    assert result.exit_code == code, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def tip(home: Path, owner: str = ALICE) -> Tip:
+    """The head of an owner's chain in HOME's database, read by a store of its own."""
+    store = SQLiteStore(home / "troth.db")
+    try:
+        return store.tip(owner)
+    finally:
+        store.close()

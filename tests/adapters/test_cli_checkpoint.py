@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.adapters.conftest import invoke
 from tests.formats.uaix.make_golden import CALLER, MANDATORY, base, create_body, restore_body
 from tests.formats.uaix.test_uaix_golden import GOLDEN, independent_jcs
 from troth.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, cli
@@ -48,14 +49,10 @@ def fresh(body: dict[str, Any], message_id: str, principal: str = CALLER) -> byt
     return json.dumps(seal(request), indent=2).encode()
 
 
-def run(home: Path, *args: str, principal: str = CALLER) -> Result:
-    return CliRunner().invoke(cli, ["--home", str(home), "--as", principal, *args])
-
-
 def handle(home: Path, tmp_path: Path, raw: bytes, *args: str, principal: str = CALLER) -> Result:
     request = tmp_path / f"request-{hashlib.sha256(raw).hexdigest()[:12]}.json"
     request.write_bytes(raw)
-    return run(home, "checkpoint", "handle", str(request), *args, principal=principal)
+    return invoke(home, "checkpoint", "handle", str(request), *args, who=principal)
 
 
 def parsed_answer(result: Result) -> dict[str, Any]:
@@ -87,7 +84,7 @@ def test_checkpoint_handle_has_help() -> None:
 
 @pytest.mark.parametrize("name", CLOCK_FREE_REFUSALS)
 def test_golden_refusal_through_the_cli(home: Path, name: str) -> None:
-    result = run(home, "checkpoint", "handle", str(GOLDEN / name / "request.json"))
+    result = invoke(home, "checkpoint", "handle", str(GOLDEN / name / "request.json"))
     assert result.exit_code == EXIT_BAD_INPUT
     envelope = parsed_answer(result)
     expected = json.loads((GOLDEN / name / "expected-response.json").read_text())
@@ -100,7 +97,7 @@ def test_create_then_restore_through_the_cli(home: Path, tmp_path: Path) -> None
     assert created.exit_code == 0, created.output
     result = parsed_answer(created)["body"]["result"]
     for item in result["memories"]:
-        assert run(home, "approve", item["memory_id"]).exit_code == 0
+        assert invoke(home, "approve", item["memory_id"]).exit_code == 0
     restored = handle(
         home, tmp_path, fresh(restore_body(UNKNOWNS, result["checkpoint_id"]), "msg-restore-1")
     )
@@ -114,7 +111,7 @@ def test_create_then_restore_through_the_cli(home: Path, tmp_path: Path) -> None
     assert [u["text"] for u in brief["unknowns"] if u["kind"] == "unresolved-question"] == [
         "does Alice need travel insurance?"
     ]
-    assert run(home, "verify").exit_code == 0
+    assert invoke(home, "verify").exit_code == 0
     for path in home.rglob("*"):
         if path.is_file():
             data = path.read_bytes()
@@ -145,17 +142,17 @@ def test_a_resend_from_another_process_gets_the_same_bytes(home: Path, tmp_path:
     env = {**os.environ, "TROTH_HOME": str(home), "TROTH_PRINCIPAL": CALLER}
     command = [sys.executable, "-m", "troth.adapters.cli", "checkpoint", "handle"]
     first = subprocess.run([*command, str(request)], env=env, capture_output=True, check=True)
-    log = run(home, "log", "--json")
+    log = invoke(home, "log", "--json")
     second = subprocess.run(
         [*command, "-"], env=env, input=request.read_bytes(), capture_output=True, check=True
     )
     assert second.stdout == first.stdout
-    assert run(home, "log", "--json").output == log.output
+    assert invoke(home, "log", "--json").output == log.output
 
 
 @pytest.mark.parametrize("name", CLOCK_FREE_REFUSALS[:1])
 def test_checkpoint_handle_takes_json_like_every_verb(home: Path, name: str) -> None:
-    plain = run(home, "checkpoint", "handle", str(GOLDEN / name / "request.json"))
-    with_flag = run(home, "checkpoint", "handle", str(GOLDEN / name / "request.json"), "--json")
+    plain = invoke(home, "checkpoint", "handle", str(GOLDEN / name / "request.json"))
+    with_flag = invoke(home, "checkpoint", "handle", str(GOLDEN / name / "request.json"), "--json")
     assert with_flag.exit_code == plain.exit_code
     assert without_clock(parsed_answer(with_flag)) == without_clock(parsed_answer(plain))

@@ -8,35 +8,18 @@ from typing import Any
 
 import click
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
+from tests.adapters.conftest import invoke, said, tip
+from tests.conftest import facade
 from troth.adapters.cli import cli
-from troth.config import load_policy
 from troth.service.memory import Memory
-from troth.storage.base import Tip
 from troth.storage.sqlite import SQLiteStore
 
 ALICE = "human:alice"
 # Long-running servers and the checkpoint envelope filter speak their own protocols on
 # stdout; they still take the group-level --json (``troth --json serve``).
 OWN_PROTOCOL = {"serve", "mcp", "demo", "checkpoint handle"}
-
-
-def invoke(home: Path, *args: str, who: str = ALICE) -> Result:
-    return CliRunner().invoke(cli, ["--home", str(home), "--as", who, *args])
-
-
-def said(result: Result) -> str:
-    """The output with rich's line wrapping undone."""
-    return " ".join(result.output.split())
-
-
-def tip(home: Path, owner: str = ALICE) -> Tip:
-    store = SQLiteStore(home / "troth.db")
-    try:
-        return store.tip(owner)
-    finally:
-        store.close()
 
 
 def remember(home: Path, text: str, *args: str, who: str = ALICE) -> dict[str, Any]:
@@ -236,7 +219,7 @@ LIBRARY_BAD = [
 
 @pytest.fixture
 def lib(home: Path) -> Memory:
-    return Memory(SQLiteStore(home / "l.db"), policy=load_policy(None), principal=ALICE)
+    return facade(SQLiteStore(home / "l.db"), principal=ALICE)
 
 
 @pytest.mark.parametrize(("call", "words"), LIBRARY_BAD, ids=lambda v: str(v)[:40])

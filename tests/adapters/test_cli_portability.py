@@ -5,47 +5,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
+from tests.adapters.conftest import as_json, invoke, said, tip
 from tests.formats.test_personaxis_restore import LOGS
-from troth.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK, cli
+from troth.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK
 from troth.config import load_policy, open_store
 from troth.embedding import StaticEmbedder
 from troth.formats import archive
 from troth.service.memory import Memory
 from troth.service.recall import Query
-from troth.storage.base import Tip
 from troth.storage.sqlite import SQLiteStore
 
 ALICE, BOB, AGENT = "human:alice", "human:bob", "agent:bot"
 AT = "2026-11-29T12:00:00Z"
 GOLDEN = Path(__file__).resolve().parents[1] / "formats" / "golden"
-
-
-def invoke(home: Path, *args: str, who: str = ALICE) -> Result:
-    return CliRunner().invoke(cli, ["--home", str(home), "--as", who, *args])
-
-
-def said(result: Result) -> str:
-    """The output with rich's line wrapping undone."""
-    return " ".join(result.output.split())
-
-
-def as_json(result: Result, *, code: int = EXIT_OK) -> dict[str, Any]:
-    assert result.exit_code == code, result.output
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
-
-
-def tip(home: Path, owner: str = ALICE) -> Tip:
-    store = SQLiteStore(home / "troth.db")
-    try:
-        return store.tip(owner)
-    finally:
-        store.close()
 
 
 @pytest.fixture

@@ -9,9 +9,15 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx2
+
+from tests.service.test_erasure import CANARY, TOKENS, files_holding
+from troth.service.memory import Memory
 
 ALICE = "human:alice"
 
@@ -22,25 +28,27 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_serve_prints_the_page_a_first_token_and_how_to_connect_an_agent(tmp_path: Path) -> None:
-    port = _free_port()
-    env = {**os.environ, "TROTH_HOME": str(tmp_path), "TROTH_PRINCIPAL": ALICE}
+@contextmanager
+def serving(home: Path, port: int, *options: str) -> Iterator[subprocess.Popen[str]]:
+    """``troth serve`` as a real process over ``home``, stopped when the block ends."""
+    env = {**os.environ, "TROTH_HOME": str(home), "TROTH_PRINCIPAL": ALICE}
+    command = [sys.executable, "-m", "troth.adapters.cli", "serve", "--port", str(port)]
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "troth.adapters.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--first-token",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
+        [*command, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
     )
     try:
+        assert server.stdout is not None
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stdout is not None:
+            server.stdout.close()
+
+
+def test_serve_prints_the_page_a_first_token_and_how_to_connect_an_agent(tmp_path: Path) -> None:
+    port = _free_port()
+    with serving(tmp_path, port, "--first-token") as server:
         assert server.stdout is not None
         printed: list[str] = []
         for line in server.stdout:
@@ -67,11 +75,6 @@ def test_serve_prints_the_page_a_first_token_and_how_to_connect_an_agent(tmp_pat
                 time.sleep(0.1)
         assert me.status_code == 200
         assert me.json()["principal"] == ALICE
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        if server.stdout is not None:
-            server.stdout.close()
 
 
 def test_the_readme_shows_both_mcp_configurations_and_three_http_calls() -> None:
@@ -81,3 +84,30 @@ def test_the_readme_shows_both_mcp_configurations_and_three_http_calls() -> None
     calls = re.findall(r"^curl .*http://127\.0\.0\.1:8765/api/\S+", readme, re.MULTILINE)
     calls += re.findall(r"^\s+-d .*http://127\.0\.0\.1:8765/api/\S+", readme, re.MULTILINE)
     assert len(calls) >= 3, calls
+
+
+def test_serve_erases_text_whose_time_to_live_ends_while_it_runs(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with serving(home, _free_port(), "--sweep-every", "0.5") as server:
+        assert server.stdout is not None
+        for line in server.stdout:
+            if "point the MCP client at" in line:
+                break
+        # Written while the server runs, by another process, due two seconds from now.
+        due = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+        with Memory.open(str(home), principal=ALICE) as memory:
+            doomed = memory.remember(
+                f"temporary {CANARY}", title=CANARY, expires=due.strftime("%Y-%m-%dT%H:%M:%SZ")
+            )
+        assert files_holding(home, CANARY), "positive control: the canary is on disk"
+        deadline = time.monotonic() + 30
+        while files_holding(home, CANARY) or files_holding(home, TOKENS[0]):
+            assert server.poll() is None, "the server stopped"
+            assert time.monotonic() < deadline, "the served store never erased the text"
+            time.sleep(0.2)
+        assert datetime.now(UTC) >= due
+    with Memory.open(str(home), principal=ALICE) as memory:
+        gone = memory.get(doomed.id)
+        assert (gone.status, gone.content, gone.redacted) == ("expired", "", True)
+        assert [a.actor for a in gone.audit[-2:]] == ["service:troth", "service:troth"]
+        assert all(report.ok for report in memory.verify())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -214,3 +216,15 @@ def test_yaml_timestamps_and_yes_stay_strings() -> None:
         "b": "yes",
         "c": "2026-01-08T10:00:00Z",
     }
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_every_registered_codec_satisfies_the_one_codec_protocol(name: str) -> None:
+    codec = registry.get(name)
+    assert isinstance(codec, registry.Codec)
+    assert codec.name == name
+    assert codec.description
+    assert codec.sniff(b"\x00not any format\xff", "x.bin") is False
+    # Every format module's decoder takes the protocol's options, whichever it uses.
+    assert isinstance(codec, registry.FunctionCodec)
+    inspect.signature(codec.decoder).bind(b"", name="x", restore=True, reanchor=True, known=())

@@ -28,7 +28,6 @@ from troth.core.errors import InvalidInputError, StorageError
 from troth.core.policy import Policy
 from troth.formats.uaix import ERROR_PROFILE, RESPONSE_PROFILE, seal, validator
 from troth.service import checkpoints as service_checkpoints
-from troth.service.checkpoints import LedgerCheckpointPort
 from troth.service.memory import Memory
 from troth.storage.base import Store
 
@@ -183,8 +182,8 @@ def test_human_review_required_holds_facts_even_where_policy_would_keep_them(
 def seed_baseline(memory: Memory) -> None:
     """The golden baseline checkpoint, appended to the real ledger through the port."""
     record = CheckpointRecord.from_dict(BASELINE)
-    with memory._writing(CALLER) as tx:
-        port = LedgerCheckpointPort(memory, tx, actor=CALLER, now=NOW, include_sensitive=True)
+    with memory.parts.ledger.writing(CALLER) as tx:
+        port = memory.parts.checkpoints.port(tx, actor=CALLER, now=NOW, include_sensitive=True)
         port.store_checkpoint(record)
 
 
@@ -203,8 +202,8 @@ def test_golden_drift_audit_is_identical_against_a_checkpoint_in_the_ledger(
 
 def test_checkpoint_round_trips_through_its_ledger_event(ledger: Memory) -> None:
     seed_baseline(ledger)
-    with ledger._writing(CALLER) as tx:
-        port = LedgerCheckpointPort(ledger, tx, actor=CALLER, now=NOW, include_sensitive=True)
+    with ledger.parts.ledger.writing(CALLER) as tx:
+        port = ledger.parts.checkpoints.port(tx, actor=CALLER, now=NOW, include_sensitive=True)
         loaded = port.load_checkpoint(CALLER, BASELINE["checkpoint_id"])
         assert port.load_checkpoint("human:bob", BASELINE["checkpoint_id"]) is None
     assert loaded == CheckpointRecord.from_dict(BASELINE)

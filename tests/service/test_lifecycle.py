@@ -91,7 +91,17 @@ def test_appending_to_a_tampered_chain_is_refused(memory: Memory) -> None:
     memory.remember("first")
     memory.remember("second")
     execute(memory.store, "UPDATE ledger SET content = 'tampered' WHERE seq = 0")
-    memory._verified.clear()  # a new process has no cached verification
+    memory.parts.ledger.forget_verified()  # a new process has no cached verification
     with pytest.raises(IntegrityError, match="broken at entry #0"):
         memory.remember("third")
     assert memory.store.tip("human:alice").length == 2
+
+
+def test_the_typed_write_fields_name_exactly_the_draft_fields() -> None:
+    from dataclasses import fields
+
+    from troth.service.drafts import Draft, WriteFields, WriteItem
+
+    assert set(WriteFields.__annotations__) == {f.name for f in fields(Draft)}
+    assert set(WriteItem.__annotations__) - set(WriteFields.__annotations__) == {"text", "channel"}
+    assert WriteItem.__required_keys__ == frozenset({"text"})

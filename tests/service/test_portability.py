@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import StepClock
 from troth.config import load_policy
 from troth.core.errors import ConflictError, FormatError, PolicyDeniedError
-from troth.formats import archive, pcp
+from troth.formats import archive, pcp, personaxis
 from troth.formats.registry import Item
 from troth.service import portability
 from troth.service.memory import Memory
@@ -95,7 +95,7 @@ def head(memory: Memory) -> object:
 def test_e1_archive_is_readable_as_tar_or_zip(fresh: Callable[[], Memory], container: str) -> None:
     memory = fresh()
     populate(memory)
-    data = portability.export_archive(memory, at=AT, container=container).data
+    data = memory.parts.portability.export_archive(at=AT, container=container).data
     if container == "zip":
         with zipfile.ZipFile(io.BytesIO(data)) as archive_file:
             assert archive_file.testzip() is None
@@ -108,7 +108,7 @@ def test_e1_archive_is_readable_as_tar_or_zip(fresh: Callable[[], Memory], conta
 def test_e2_manifest_validates_and_every_page_validates(fresh: Callable[[], Memory]) -> None:
     memory = fresh()
     populate(memory, forgotten=True)
-    files = files_of(portability.export_archive(memory, at=AT).data)
+    files = files_of(memory.parts.portability.export_archive(at=AT).data)
     manifest = json.loads(files["manifest.json"])
     assert not list(archive.manifest_validator().iter_errors(manifest))
     assert manifest["pcp_version"] == "0.3"
@@ -121,7 +121,7 @@ def test_e2_manifest_validates_and_every_page_validates(fresh: Callable[[], Memo
 def test_e3_checksums_are_right_both_ways(fresh: Callable[[], Memory]) -> None:
     memory = fresh()
     populate(memory)
-    files = files_of(portability.export_archive(memory, at=AT).data)
+    files = files_of(memory.parts.portability.export_archive(at=AT).data)
     manifest = json.loads(files["manifest.json"])
     listed = {f["path"]: f for f in manifest["files"]}
     assert set(listed) == set(files) - {"manifest.json"}
@@ -133,7 +133,7 @@ def test_e3_checksums_are_right_both_ways(fresh: Callable[[], Memory]) -> None:
 def test_e4_page_count_is_true(fresh: Callable[[], Memory]) -> None:
     memory = fresh()
     populate(memory, forgotten=True)
-    files = files_of(portability.export_archive(memory, at=AT).data)
+    files = files_of(memory.parts.portability.export_archive(at=AT).data)
     manifest = json.loads(files["manifest.json"])
     pages = [n for n in files if n.startswith("memory/") and n.endswith(".md")]
     assert manifest["memory"]["page_count"] == len(pages) == 6
@@ -143,7 +143,7 @@ def test_e4_page_count_is_true(fresh: Callable[[], Memory]) -> None:
 def test_e5_no_absolute_or_climbing_paths(fresh: Callable[[], Memory]) -> None:
     memory = fresh()
     populate(memory)
-    data = portability.export_archive(memory, at=AT).data
+    data = memory.parts.portability.export_archive(at=AT).data
     with tarfile.open(fileobj=io.BytesIO(data)) as archive_file:
         names = archive_file.getnames()
     for name in names:
@@ -155,7 +155,7 @@ def test_e6_no_credentials_anywhere(fresh: Callable[[], Memory]) -> None:
     memory = fresh()
     populate(memory)
     memory.remember("my password is hunter2-canary")  # the policy never stores it
-    files = files_of(portability.export_archive(memory, at=AT).data)
+    files = files_of(memory.parts.portability.export_archive(at=AT).data)
     manifest = json.loads(files["manifest.json"])
     assert all(c["credentials_included"] is False for c in manifest.get("connections", []))
     assert all(b"hunter2" not in data for data in files.values())
@@ -164,11 +164,11 @@ def test_e6_no_credentials_anywhere(fresh: Callable[[], Memory]) -> None:
 def test_e7_pages_travel_byte_identical(fresh: Callable[[], Memory]) -> None:
     source = fresh()
     populate(source)
-    data = portability.export_archive(source, at=AT).data
+    data = source.parts.portability.export_archive(at=AT).data
     first = files_of(data)
     target = fresh()
-    portability.import_bytes(target, data, name="a.tar", mode="restore")
-    second = files_of(portability.export_archive(target, at=AT).data)
+    target.parts.portability.import_bytes(data, name="a.tar", mode="restore")
+    second = files_of(target.parts.portability.export_archive(at=AT).data)
     pages = [n for n in first if n.startswith("memory/")]
     assert pages
     assert all(first[n] == second[n] for n in pages)
@@ -178,7 +178,9 @@ def test_e8_omitted_memories_are_declared(fresh: Callable[[], Memory]) -> None:
     memory = fresh()
     populate(memory, forgotten=True)
     memory.remember("my password is hunter2-canary")
-    manifest = json.loads(files_of(portability.export_archive(memory, at=AT).data)["manifest.json"])
+    manifest = json.loads(
+        files_of(memory.parts.portability.export_archive(at=AT).data)["manifest.json"]
+    )
     declared = {o["what"]: o["reason"] for o in manifest["omitted"]}
     assert declared == {
         "1 forgotten memory": "unsupported",
@@ -201,14 +203,14 @@ def test_e9_export_restore_export_is_byte_identical(
     """
     source = fresh()
     populate(source)
-    first = portability.export_archive(source, at=AT, container=container).data
+    first = source.parts.portability.export_archive(at=AT, container=container).data
     assert events(source)[-1] == "export"
     target = fresh()
-    report = portability.import_bytes(target, first, name=f"a.{container}", mode="restore")
+    report = target.parts.portability.import_bytes(first, name=f"a.{container}", mode="restore")
     assert len(report.created) == 6
     assert not report.refused
     assert "export" not in events(target)
-    assert portability.export_archive(target, at=AT, container=container).data == first
+    assert target.parts.portability.export_archive(at=AT, container=container).data == first
     assert events(target)[-1] == "export"
     assert all(r.ok for r in target.verify())
 
@@ -216,9 +218,9 @@ def test_e9_export_restore_export_is_byte_identical(
 def test_e9_own_export_is_imported_with_x_import(fresh: Callable[[], Memory]) -> None:
     source = fresh()
     populate(source)
-    data = portability.export_archive(source, at=AT).data
+    data = source.parts.portability.export_archive(at=AT).data
     target = fresh()
-    report = portability.import_bytes(target, data, name="a.tar", at=AT)
+    report = target.parts.portability.import_bytes(data, name="a.tar", at=AT)
     assert len(report.created) == 5  # the rejected page is refused, not resurrected
     assert [r.reason for r in report.refused] == ["rejected in the source; not imported"]
     by_title = {m.title: m for m in target.memories(OWNER)}
@@ -236,11 +238,11 @@ def test_archive_with_forgotten_memories_differs_only_in_omitted(
 ) -> None:
     source = fresh()
     populate(source, forgotten=True)
-    data = portability.export_archive(source, at=AT).data
+    data = source.parts.portability.export_archive(at=AT).data
     first = files_of(data)
     target = fresh()
-    portability.import_bytes(target, data, name="a.tar", mode="restore")
-    second = files_of(portability.export_archive(target, at=AT).data)
+    target.parts.portability.import_bytes(data, name="a.tar", mode="restore")
+    second = files_of(target.parts.portability.export_archive(at=AT).data)
     assert {n for n in first if first[n] != second.get(n)} == {"manifest.json"}
     one, two = json.loads(first["manifest.json"]), json.loads(second["manifest.json"])
     one.pop("omitted")
@@ -256,11 +258,11 @@ def test_importing_the_same_archive_twice_leaves_the_head_unchanged(
 ) -> None:
     source = fresh()
     populate(source)
-    data = portability.export_archive(source, at=AT).data
+    data = source.parts.portability.export_archive(at=AT).data
     target = fresh()
-    portability.import_bytes(target, data, name="a.tar", mode=mode)
+    target.parts.portability.import_bytes(data, name="a.tar", mode=mode)
     before = head(target)
-    again = portability.import_bytes(target, data, name="a.tar", mode=mode)
+    again = target.parts.portability.import_bytes(data, name="a.tar", mode=mode)
     assert head(target) == before
     assert again.created == []
     assert again.unchanged >= 5
@@ -269,10 +271,10 @@ def test_importing_the_same_archive_twice_leaves_the_head_unchanged(
 def test_importing_mem0_twice_creates_nothing_new(fresh: Callable[[], Memory]) -> None:
     memory = fresh()
     data = (GOLDEN / "mem0_get_all.json").read_bytes()
-    first = portability.import_bytes(memory, data, name="mem0.json", at=AT)
+    first = memory.parts.portability.import_bytes(data, name="mem0.json", at=AT)
     assert len(first.created) == 6
     before = head(memory)
-    assert portability.import_bytes(memory, data, name="mem0.json").unchanged == 6
+    assert memory.parts.portability.import_bytes(data, name="mem0.json").unchanged == 6
     assert head(memory) == before
 
 
@@ -291,7 +293,7 @@ def tar_of(files: dict[str, bytes]) -> bytes:
 
 def exported_files(memory: Memory) -> dict[str, bytes]:
     populate(memory)
-    return files_of(portability.export_archive(memory, at=AT).data)
+    return files_of(memory.parts.portability.export_archive(at=AT).data)
 
 
 def rebuilt(files: dict[str, bytes], **changes: bytes) -> bytes:
@@ -308,7 +310,7 @@ def rebuilt(files: dict[str, bytes], **changes: bytes) -> bytes:
 def assert_refused(memory: Memory, data: bytes, match: str, name: str = "bad.tar") -> None:
     before = head(memory)
     with pytest.raises(FormatError, match=match):
-        portability.import_bytes(memory, data, name=name)
+        memory.parts.portability.import_bytes(data, name=name)
     assert head(memory) == before
 
 
@@ -347,7 +349,7 @@ def test_an_unlisted_file_is_refused(fresh: Callable[[], Memory]) -> None:
 def test_truncated_archive_is_refused(fresh: Callable[[], Memory]) -> None:
     source = fresh()
     populate(source)
-    data = portability.export_archive(source, at=AT, container="zip").data
+    data = source.parts.portability.export_archive(at=AT, container="zip").data
     assert_refused(fresh(), data[: len(data) // 2], "not a readable", name="cut.zip")
 
 
@@ -414,7 +416,7 @@ def test_a_refused_item_in_a_batch_leaves_the_others_written(fresh: Callable[[],
         item("six", "f"),
     ]
     report = portability.ImportReport("test", "import", OWNER)
-    portability.write_items(memory, items, owner=OWNER, restore=False, report=report, batch=2)
+    memory.parts.portability.write_items(items, owner=OWNER, restore=False, report=report, batch=2)
     assert sorted(memory.get(i).content for i in report.created) == ["four", "one", "six"]
     assert [r.where for r in report.refused] == ["in:b", "in:c", "in:e"]
     assert memory.store.tip(OWNER).length == 3
@@ -425,17 +427,18 @@ def test_a_batch_the_store_refuses_is_written_again_item_by_item(
     fresh: Callable[[], Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memory = fresh()
-    real = memory._write_plan
+    ledger = memory.parts.ledger
+    real = ledger.write_plan
 
     def refuse_two(tx: Any, plan: Any, vectors: Any = None) -> Any:
         if plan.content == "two":
             raise ConflictError("refused by the store")
         return real(tx, plan, vectors)
 
-    monkeypatch.setattr(memory, "_write_plan", refuse_two)
+    monkeypatch.setattr(ledger, "write_plan", refuse_two)
     report = portability.ImportReport("test", "import", OWNER)
     items = [item(t, t) for t in ("one", "two", "three")]
-    portability.write_items(memory, items, owner=OWNER, restore=False, report=report)
+    memory.parts.portability.write_items(items, owner=OWNER, restore=False, report=report)
     assert sorted(memory.get(i).content for i in report.created) == ["one", "three"]
     assert report.refused == [portability.Refusal("in:two", "refused by the store")]
     assert memory.store.tip(OWNER).length == 2  # the rolled-back batch left nothing behind
@@ -444,13 +447,13 @@ def test_a_batch_the_store_refuses_is_written_again_item_by_item(
 def test_a_restore_in_batches_equals_the_source(fresh: Callable[[], Memory]) -> None:
     source = fresh()
     populate(source)
-    data = portability.export_archive(source, at=AT).data
+    data = source.parts.portability.export_archive(at=AT).data
     items, _ = archive.decode(data, name="a.tar", restore=True)
     target = fresh()
     report = portability.ImportReport("pcp", "restore", OWNER)
-    portability.write_items(target, items, owner=OWNER, restore=True, report=report, batch=4)
+    target.parts.portability.write_items(items, owner=OWNER, restore=True, report=report, batch=4)
     assert len(report.created) == 6
-    assert portability.export_archive(target, at=AT).data == data
+    assert target.parts.portability.export_archive(at=AT).data == data
 
 
 def test_a_reimport_does_not_parse_known_pages(
@@ -458,9 +461,9 @@ def test_a_reimport_does_not_parse_known_pages(
 ) -> None:
     source = fresh()
     populate(source)
-    data = portability.export_archive(source, at=AT).data
+    data = source.parts.portability.export_archive(at=AT).data
     target = fresh()
-    portability.import_bytes(target, data, name="a.tar", mode="restore")
+    target.parts.portability.import_bytes(data, name="a.tar", mode="restore")
 
     def parsed(*_: object, **__: object) -> None:
         raise AssertionError("a known page was parsed")
@@ -468,7 +471,7 @@ def test_a_reimport_does_not_parse_known_pages(
     monkeypatch.setattr(pcp, "decode_page", parsed)
     before = head(target)
     for mode in ("restore", "import"):  # the key is (path, sha256) whichever the mode
-        again = portability.import_bytes(target, data, name="a.tar", mode=mode)
+        again = target.parts.portability.import_bytes(data, name="a.tar", mode=mode)
         assert (again.created, again.unchanged, head(target)) == ([], 6, before)
 
 
@@ -477,11 +480,11 @@ def test_a_principal_who_may_not_import_is_refused_before_anything(
 ) -> None:
     source = fresh()
     populate(source)
-    data = portability.export_archive(source, at=AT).data
+    data = source.parts.portability.export_archive(at=AT).data
     target = fresh()
     stranger = Memory(target.store, policy=target.policy, principal="human:bob")
     with pytest.raises(PolicyDeniedError, match="only human:alice"):
-        portability.import_bytes(stranger, data, name="a.tar", owner=OWNER)
+        stranger.parts.portability.import_bytes(data, name="a.tar", owner=OWNER)
     assert target.store.tip(OWNER).length == 0
 
 
@@ -496,7 +499,7 @@ def test_an_export_appends_one_export_event_after_its_bytes(fresh: Callable[[], 
     memory = fresh()
     populate(memory, forgotten=True)
     length = memory.store.tip(OWNER).length
-    result = portability.export_archive(memory, at=AT)
+    result = memory.parts.portability.export_archive(at=AT)
     assert memory.store.tip(OWNER).length == length + 1
     last = list(memory.log(OWNER))[-1]
     event = last.decode()
@@ -510,7 +513,7 @@ def test_an_export_appends_one_export_event_after_its_bytes(fresh: Callable[[], 
         trail = memory.get(memory_id).audit
         assert (trail[-1].action, trail[-1].actor) == ("exported", OWNER)
     assert b'"action":"exported"' not in files_of(result.data)[archive.AUDIT]
-    again = files_of(portability.export_archive(memory, at=AT).data)[archive.AUDIT]
+    again = files_of(memory.parts.portability.export_archive(at=AT).data)[archive.AUDIT]
     assert again.count(b'"action":"exported"') == 6  # the first export is in the second's log
     assert all(r.ok for r in memory.verify())
 
@@ -521,8 +524,8 @@ def test_exporting_to_a_file_is_audited(
 ) -> None:
     memory = fresh()
     populate(memory)
-    ledger_before = memory.export("personaxis")[0]
-    result = portability.export_to(memory, fmt, tmp_path / f"out.{fmt}")
+    ledger_before = personaxis.encode([r.entry for r in memory.log(OWNER)])
+    result = memory.parts.portability.export_to(fmt, tmp_path / f"out.{fmt}")
     assert (tmp_path / f"out.{fmt}").read_bytes() == result.data
     if fmt == "personaxis":
         assert result.data == ledger_before  # the file never holds its own export event
@@ -533,11 +536,11 @@ def test_exporting_to_a_file_is_audited(
 def test_an_export_leaves_a_restored_page_unchanged(fresh: Callable[[], Memory]) -> None:
     source = fresh()
     populate(source)
-    data = portability.export_archive(source, at=AT).data
+    data = source.parts.portability.export_archive(at=AT).data
     target = fresh()
-    portability.import_bytes(target, data, name="a.tar", mode="restore")
-    second = files_of(portability.export_archive(target, at=AT).data)
-    third = files_of(portability.export_archive(target, at=AT).data)
+    target.parts.portability.import_bytes(data, name="a.tar", mode="restore")
+    second = files_of(target.parts.portability.export_archive(at=AT).data)
+    third = files_of(target.parts.portability.export_archive(at=AT).data)
     pages = [n for n in second if n.startswith("memory/")]
     assert all(second[n] == third[n] for n in pages)  # `updated` and `review` still stamped
     assert third[archive.AUDIT].count(b'"action":"exported"') == 6

@@ -557,7 +557,9 @@ def test_tampering_with_an_exported_file_is_found_at_the_right_line(
     ledger: Memory, data: st.DataObject
 ) -> None:
     owner = data.draw(st.sampled_from([ALICE, "human:bob"]))
-    lines = personaxis.decode(ledger.export("personaxis", owner=owner)[0])
+    # The file an export would write, made without the export (which would append its audit
+    # event and so change the ledger between examples).
+    lines = personaxis.decode(personaxis.encode([r.entry for r in ledger.log(owner)]))
     n = len(lines)
     kind = data.draw(st.sampled_from(["field", "field", "delete", "swap", "duplicate", "insert"]))
     if kind == "field":

@@ -71,7 +71,7 @@ def test_a_memory_that_left_retrieval_is_never_returned(mind: Memory, step: str)
             new = mind.edit(gone.id, "okapi stripes are unique too")
             assert ids(mind, "stripes unique") == [new.id]
         elif step == "expire":
-            mind._change(gone.id, "expire", mind.principal, ALICE, {})
+            mind.parts.changes.change(gone.id, "expire", mind.principal, ALICE, {})
     assert gone.id not in ids(mind, "zebra stripes are unique")
     assert gone.id not in mind.store.vector_ids(ALICE)
 

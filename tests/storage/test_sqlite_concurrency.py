@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import facade
 from tests.storage.sqlite_workers import append
-from troth.config import load_policy
-from troth.service.memory import Memory
 from troth.storage.sqlite import SQLiteStore
 
 PROCESSES = 8
@@ -32,7 +31,7 @@ def test_eight_processes_appending_to_one_chain_lose_nothing_and_never_fork(
     assert max(began for _, began, _ in outcomes) < min(ended for _, _, ended in outcomes)
     assert len(acknowledged) == PROCESSES * count
 
-    with Memory(SQLiteStore(path), policy=load_policy(None), principal=OWNER) as memory:
+    with facade(SQLiteStore(path), principal=OWNER) as memory:
         rows = list(memory.log(OWNER))
         # No lost write: every acknowledged memory has exactly one entry, and nothing else does.
         created = [r.decode() for r in rows]

@@ -40,6 +40,7 @@ from troth.config import Settings
 from troth.core.errors import TrothError
 from troth.core.ranking import ADDITIVE_ADJUSTMENTS
 from troth.core.records import CHANNELS, KINDS, STATUSES, TOPICS, MemoryRecord
+from troth.service.changes import FORGET_REASON
 from troth.service.memory import MemoryFilter
 from troth.service.recall import Query
 
@@ -184,12 +185,10 @@ def remember(
     ctx = with_json(obj, as_json)
     with handled(ctx):
         memory = ctx.writer
-        actor = memory.principal
         result = memory.remember(
             text,
             owner=owner,
-            channel=channel
-            or ("user" if actor.startswith("human:") and (owner in (None, actor)) else "tool"),
+            channel=channel,  # None: the one rule of core.access.default_channel
             on_behalf_of=on_behalf_of,
             kind=kind,
             topic=topic,
@@ -372,7 +371,7 @@ def edit(
 @cli.command()
 @click.argument("memory_id")
 @click.option("--owner")
-@click.option("--reason", default="forgotten at the owner's request", show_default=True)
+@click.option("--reason", default=FORGET_REASON, show_default=True)
 @json_option
 @click.pass_obj
 def forget(obj: Context, memory_id: str, owner: str | None, reason: str, as_json: bool) -> None:

@@ -23,7 +23,7 @@ from troth.core.access import (
     check_grant,
 )
 from troth.core.records import principal_kind
-from troth.service.tokens import DEFAULT_EXPIRY, Tokens
+from troth.service.tokens import DEFAULT_EXPIRY
 
 
 def _scopes(value: str | None, principal: str) -> tuple[str, ...]:
@@ -78,7 +78,7 @@ def token_create(
 ) -> None:
     """Create a token; the secret is printed once and only its hash is stored."""
     with handled(with_json(obj, as_json)) as ctx:
-        issued = Tokens(ctx.memory.store).create(
+        issued = ctx.memory.tokens.create(
             principal,
             _scopes(scopes, principal),
             on_behalf_of=on_behalf_of,
@@ -105,7 +105,7 @@ def token_create(
 def token_list(obj: Context, principal: str | None, as_json: bool) -> None:
     """List tokens (never their secrets)."""
     with handled(with_json(obj, as_json)) as ctx:
-        records = Tokens(ctx.memory.store).records(principal)
+        records = ctx.memory.tokens.records(principal)
         if ctx.as_json:
             click.echo(json.dumps({"tokens": [r.to_dict() for r in records]}, indent=2))
             return
@@ -126,7 +126,7 @@ def token_list(obj: Context, principal: str | None, as_json: bool) -> None:
 def token_revoke(obj: Context, token_id: str, as_json: bool) -> None:
     """Revoke a token at once: later requests with it get 401."""
     with handled(with_json(obj, as_json)) as ctx:
-        record = Tokens(ctx.memory.store).revoke(token_id)
+        record = ctx.memory.tokens.revoke(token_id)
         if ctx.as_json:
             click.echo(json.dumps(record.to_dict(), indent=2))
         else:
@@ -144,6 +144,13 @@ def token_revoke(obj: Context, token_id: str, as_json: bool) -> None:
 )
 @click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False))
 @click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--sweep-every",
+    type=click.FloatRange(min=0, min_open=True),
+    default=lambda: os.environ.get("TROTH_SWEEP_EVERY") or "600",
+    show_default="600, or TROTH_SWEEP_EVERY",
+    help="Seconds between retention sweeps (one also runs on start): expired text is erased.",
+)
 @click.pass_obj
 def serve(
     obj: Context,
@@ -153,6 +160,7 @@ def serve(
     first_token: bool,
     ssl_certfile: str | None,
     ssl_keyfile: str | None,
+    sweep_every: float,
 ) -> None:
     """Serve the HTTP API, MCP (streamable HTTP at /mcp) and the review page."""
     from troth.adapters import server
@@ -174,6 +182,7 @@ def serve(
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
             about=[*about, ""],
+            sweep_every=sweep_every,
         )
 
 

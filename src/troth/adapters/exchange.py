@@ -10,13 +10,10 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from rich.progress import Progress
-
-if TYPE_CHECKING:
-    from troth.service.memory import Memory
 
 from troth.adapters.console import (
     EXIT_BAD_INPUT,
@@ -44,25 +41,23 @@ from troth.adapters.console import (
 @click.pass_obj
 def migrate(obj: Context, destination: str, as_json: bool) -> None:
     """Copy every owner's ledger and projection to another database, then verify the copy."""
-    from troth.config import open_store
-    from troth.service.migration import migrate as migrate_ledgers
-
     ctx = with_json(obj, as_json)
     with handled(ctx):
-        target = open_store(destination)
-        try:
-            with progress_bar(ctx) as bar:
-                tasks: dict[str, Any] = {}
+        with progress_bar(ctx) as bar:
+            tasks: dict[str, Any] = {}
 
-                def advance(owner: str, done: int, total: int) -> None:
-                    if owner not in tasks:
-                        tasks[owner] = bar.add_task(owner, total=total)
-                    bar.update(tasks[owner], completed=done)
+            def advance(owner: str, done: int, total: int) -> None:
+                if owner not in tasks:
+                    tasks[owner] = bar.add_task(owner, total=total)
+                bar.update(tasks[owner], completed=done)
 
-                reports = migrate_ledgers(ctx.memory.store, target, progress=advance)
-                vectors = _vectors_for(ctx.memory, target, [r.owner for r in reports], bar)
-        finally:
-            target.close()
+            vectors_task = bar.add_task("vectors", total=None, visible=False)
+
+            def embedded(done: int, _total: int) -> None:
+                bar.update(vectors_task, completed=done, visible=True)
+
+            report = ctx.memory.migrate(destination, progress=advance, vector_progress=embedded)
+        reports, vectors = report.owners, report.vectors
 
         def human() -> None:
             for r in reports:
@@ -81,17 +76,7 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
             else:
                 out_console.print(f"vectors: {vectors['embedded']} memories embedded")
 
-        emit(ctx, {"owners": [r.to_dict() for r in reports], "vectors": vectors}, human)
-
-
-def _vectors_for(source: Memory, target: Any, owners: list[str], bar: Any) -> dict[str, Any]:
-    """The copied owners embedded on the target by the source's model, with a progress bar."""
-    from troth.config import memory_over
-
-    task = bar.add_task("vectors", total=None)
-    return memory_over(target, source).embed_copied(
-        owners, progress=lambda done, _total: bar.update(task, completed=done)
-    )
+        emit(ctx, report.to_dict(), human)
 
 
 @click.command(name="export")

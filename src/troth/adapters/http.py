@@ -35,12 +35,30 @@ from troth.core.errors import (
     StorageError,
     TrothError,
 )
+from troth.core.limits import (
+    MAX_AUDIT_LIMIT,
+    MAX_AUDIT_START,
+    MAX_BRIEF_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
+    MAX_NOTE_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_REDACTION_REASON_CHARS,
+    MAX_SCOPE_CHARS,
+    MAX_SEARCH_LIMIT,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TITLE_CHARS,
+    MIN_BRIEF_CHARS,
+)
 from troth.core.records import Channel, Kind, MemoryRecord, Status, Topic
+from troth.core.versions import PCP_VERSION, VERSION
 from troth.service.memory import Memory
 from troth.service.scoped import ScopedMemory
 from troth.service.tokens import Tokens
-
-PCP_VERSION = "0.3"
 
 # The one table that maps errors to HTTP statuses (docs/api.md explains each choice).
 STATUS: dict[type[TrothError], int] = {
@@ -89,15 +107,17 @@ class WriteIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, max_length=2000)
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     kind: Kind = "fact"
     topic: Topic = "general"
     scope: str = Field(
-        "global", max_length=200, description="global, project:ID or conversation:ID"
+        "global", max_length=MAX_SCOPE_CHARS, description="global, project:ID or conversation:ID"
     )
-    title: str | None = Field(None, max_length=300)
-    reason: str | None = Field(None, max_length=280)
-    tags: list[str] = Field(default_factory=list, max_length=64)
+    title: str | None = Field(None, max_length=MAX_TITLE_CHARS)
+    reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
+    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_TAGS
+    )
     channel: Channel | None = Field(
         None, description="default: user for a person's own token, synthesis for an agent"
     )
@@ -111,7 +131,7 @@ class NoteIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    note: str | None = Field(None, max_length=280)
+    note: str | None = Field(None, max_length=MAX_NOTE_CHARS)
 
 
 class EditIn(BaseModel):
@@ -119,8 +139,8 @@ class EditIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, max_length=2000)
-    reason: str | None = Field(None, max_length=280)
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
 
 
 class ForgetIn(BaseModel):
@@ -128,7 +148,7 @@ class ForgetIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str | None = Field(None, max_length=280)
+    reason: str | None = Field(None, max_length=MAX_NOTE_CHARS)
 
 
 class RedactIn(BaseModel):
@@ -136,7 +156,7 @@ class RedactIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(min_length=1, max_length=280)
+    reason: str = Field(min_length=1, max_length=MAX_REDACTION_REASON_CHARS)
 
 
 class AuditOut(BaseModel):
@@ -333,7 +353,7 @@ def create_api(
     app = FastAPI(
         title="troth",
         summary="Long-term memory for AI assistants that people can trust.",
-        version="0.1.0",
+        version=VERSION,
         lifespan=lifespan,
         docs_url="/api/docs",
         redoc_url=None,
@@ -398,8 +418,8 @@ def create_api(
         scoped: Caller,
         status: Annotated[list[Status] | None, Query()] = None,
         kind: Annotated[list[Kind] | None, Query()] = None,
-        limit: Annotated[int, Query(ge=1, le=200)] = 50,
-        offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
+        offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
         tag: Annotated[list[str] | None, Query(max_length=100)] = None,
         agent: Annotated[str | None, Query(max_length=140)] = None,
         since: Annotated[str | None, Query(max_length=10)] = None,
@@ -465,8 +485,8 @@ def create_api(
     @app.get("/api/search", tags=["memories"], responses=ERRORS)
     async def search(
         scoped: Caller,
-        q: Annotated[str, Query(min_length=1, max_length=2000)],
-        limit: Annotated[int, Query(ge=1, le=100)] = 10,
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
+        limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
         kind: Annotated[list[Kind] | None, Query()] = None,
         tag: Annotated[list[str] | None, Query(max_length=100)] = None,
         agent: Annotated[str | None, Query(max_length=140)] = None,
@@ -496,8 +516,8 @@ def create_api(
     @app.get("/api/brief", tags=["memories"], responses=ERRORS)
     async def brief(
         scoped: Caller,
-        task: Annotated[str, Query(min_length=1, max_length=2000)],
-        budget_chars: Annotated[int, Query(ge=100, le=20000)] = 2000,
+        task: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
+        budget_chars: Annotated[int, Query(ge=MIN_BRIEF_CHARS, le=MAX_BRIEF_CHARS)] = 2000,
     ) -> BriefOut:
         """The owner's most relevant active memories for a task, within a size budget."""
         brief = await anyio.to_thread.run_sync(
@@ -508,9 +528,9 @@ def create_api(
     @app.get("/api/audit", tags=["audit"], responses=ON_MEMORY)
     def audit(
         scoped: Caller,
-        memory_id: Annotated[str | None, Query(max_length=128)] = None,
-        start: Annotated[int, Query(ge=0, le=10**9)] = 0,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        memory_id: Annotated[str | None, Query(max_length=MAX_ID_CHARS)] = None,
+        start: Annotated[int, Query(ge=0, le=MAX_AUDIT_START)] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_AUDIT_LIMIT)] = 100,
     ) -> AuditList:
         """One memory's audit trail, or the ledger's events from ``start`` (no content)."""
         items = scoped.audit(memory_id, start=start, limit=limit)

@@ -48,7 +48,23 @@ from troth.adapters.mcp_views import (
     WriteResult,
 )
 from troth.core.access import Grant
+from troth.core.limits import (
+    MAX_AUDIT_LIMIT,
+    MAX_AUDIT_START,
+    MAX_BRIEF_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
+    MAX_NOTE_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SEARCH_LIMIT,
+    MAX_TAGS,
+    MAX_TITLE_CHARS,
+    MIN_BRIEF_CHARS,
+)
 from troth.core.records import Kind, Status, Topic
+from troth.core.versions import VERSION
 from troth.service.memory import Memory
 from troth.service.scoped import ScopedMemory
 
@@ -151,8 +167,12 @@ MEMORY_TOOLS: tuple[ToolSpec, ...] = (
 TOOLS: tuple[ToolSpec, ...] = MEMORY_TOOLS + CHECKPOINT_TOOLS
 
 MemoryId = Annotated[str, Field(description="A memory id (m_…) from search, list or a write.")]
-Limit = Annotated[int, Field(ge=1, le=200, description="How many to return (1 to 200).")]
-Offset = Annotated[int, Field(ge=0, description="How many to skip, for the next page.")]
+Limit = Annotated[
+    int, Field(ge=1, le=MAX_LIST_LIMIT, description=f"How many to return (1 to {MAX_LIST_LIMIT}).")
+]
+Offset = Annotated[
+    int, Field(ge=0, le=MAX_LIST_OFFSET, description="How many to skip, for the next page.")
+]
 Channel = Annotated[
     Literal["synthesis", "tool", "internal"] | None,
     Field(
@@ -161,7 +181,11 @@ Channel = Annotated[
     ),
 ]
 Reason = Annotated[
-    str | None, Field(description="Why it is worth remembering; kept in the audit trail.")
+    str | None,
+    Field(
+        description="Why it is worth remembering; kept in the audit trail.",
+        max_length=MAX_REASON_CHARS,
+    ),
 ]
 
 
@@ -193,7 +217,7 @@ def create_mcp(
     server: MCPServer = MCPServer(
         "troth",
         instructions=INSTRUCTIONS,
-        version="0.1.0",
+        version=VERSION,
         log_level="WARNING",
         tools=tools,
         subscriptions=False,
@@ -208,9 +232,13 @@ def _memory_tools(run: Runner, recalls: anyio.CapacityLimiter) -> dict[str, Call
     """The memory tools' functions by dotted name; their signatures are the input schemas."""
 
     async def memory_search(
-        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        query: Annotated[
+            str, Field(description="What to look for, in plain words.", max_length=MAX_QUERY_CHARS)
+        ],
         ctx: Context,
-        limit: Annotated[int, Field(ge=1, le=100, description="At most this many hits.")] = 10,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="At most this many hits.")
+        ] = 10,
         kinds: Annotated[
             list[Kind] | None, Field(description="Only memories of these kinds.")
         ] = None,
@@ -280,7 +308,12 @@ def _memory_tools(run: Runner, recalls: anyio.CapacityLimiter) -> dict[str, Call
         return await run("memory.proposals", ctx, act)
 
     async def memory_write(
-        content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
+        content: Annotated[
+            str,
+            Field(
+                description="The memory, one self-contained sentence.", max_length=MAX_CONTENT_CHARS
+            ),
+        ],
         ctx: Context,
         kind: Annotated[
             Kind,
@@ -293,8 +326,12 @@ def _memory_tools(run: Runner, recalls: anyio.CapacityLimiter) -> dict[str, Call
             Topic,
             Field(description="What it is about; sensitive topics always wait for the person."),
         ] = "general",
-        title: Annotated[str | None, Field(description="A short title.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Labels to find it by.")] = None,
+        title: Annotated[
+            str | None, Field(description="A short title.", max_length=MAX_TITLE_CHARS)
+        ] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Labels to find it by.", max_length=MAX_TAGS)
+        ] = None,
         reason: Reason = None,
         channel: Channel = None,
     ) -> Annotated[CallToolResult, WriteResult]:
@@ -314,7 +351,11 @@ def _memory_tools(run: Runner, recalls: anyio.CapacityLimiter) -> dict[str, Call
         content: Annotated[str, Field(description="The corrected memory, one sentence.")],
         ctx: Context,
         reason: Annotated[
-            str | None, Field(description="Why the old text is wrong; kept in the audit trail.")
+            str | None,
+            Field(
+                description="Why the old text is wrong; kept in the audit trail.",
+                max_length=MAX_REASON_CHARS,
+            ),
         ] = None,
         channel: Channel = None,
     ) -> Annotated[CallToolResult, WriteResult]:
@@ -330,7 +371,11 @@ def _memory_tools(run: Runner, recalls: anyio.CapacityLimiter) -> dict[str, Call
         id: Annotated[str, Field(description="The id of the memory to forget (m_…).")],
         ctx: Context,
         reason: Annotated[
-            str | None, Field(description="Why it is forgotten; kept in the audit trail.")
+            str | None,
+            Field(
+                description="Why it is forgotten; kept in the audit trail.",
+                max_length=MAX_NOTE_CHARS,
+            ),
         ] = None,
     ) -> Annotated[CallToolResult, ForgetResult]:
         def act(s: ScopedMemory) -> ForgetResult:
@@ -340,10 +385,20 @@ def _memory_tools(run: Runner, recalls: anyio.CapacityLimiter) -> dict[str, Call
         return await run("memory.forget", ctx, act)
 
     async def context_brief(
-        task: Annotated[str, Field(description="What you are about to do, in plain words.")],
+        task: Annotated[
+            str,
+            Field(
+                description="What you are about to do, in plain words.", max_length=MAX_QUERY_CHARS
+            ),
+        ],
         ctx: Context,
         budget_chars: Annotated[
-            int, Field(ge=100, le=20000, description="The brief's size limit in characters.")
+            int,
+            Field(
+                ge=MIN_BRIEF_CHARS,
+                le=MAX_BRIEF_CHARS,
+                description="The brief's size limit in characters.",
+            ),
         ] = 2000,
     ) -> Annotated[CallToolResult, BriefResult]:
         def act(s: ScopedMemory) -> BriefResult:
@@ -356,8 +411,12 @@ def _memory_tools(run: Runner, recalls: anyio.CapacityLimiter) -> dict[str, Call
         memory_id: Annotated[
             str | None, Field(description="One memory's trail; omit for the ledger's events.")
         ] = None,
-        start: Annotated[int, Field(ge=0, description="The first event's position.")] = 0,
-        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many.")] = 100,
+        start: Annotated[
+            int, Field(ge=0, le=MAX_AUDIT_START, description="The first event's position.")
+        ] = 0,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_AUDIT_LIMIT, description="At most this many.")
+        ] = 100,
     ) -> Annotated[CallToolResult, AuditResult]:
         def act(s: ScopedMemory) -> AuditResult:
             return AuditResult(events=s.audit(memory_id, start=start, limit=limit))

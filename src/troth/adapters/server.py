@@ -19,6 +19,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ from troth.service.tokens import Tokens
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+#: How often a served store sweeps retention (seconds; ``troth serve --sweep-every``).
+DEFAULT_SWEEP_SECONDS = 600.0
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -184,9 +187,50 @@ class Dispatch:
             await self.api(scope, receive, send)
 
 
+class RetentionSweeper:
+    """The retention sweep of a served store: once when the server starts, then every
+    ``interval`` seconds in a thread of its own, so text whose time to live ends while the
+    server runs is erased without any CLI command (docs/operations.md, "Retention")."""
+
+    def __init__(self, memory: Memory, interval: float) -> None:
+        if not interval > 0:
+            raise ValueError("the sweep interval must be a positive number of seconds")
+        self.memory = memory
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep(self) -> None:
+        """One sweep of every owner; a failure is reported and the server keeps serving."""
+        try:
+            self.memory.sweep()
+        except TrothError as error:
+            print(f"warning: the retention sweep failed: {error.message}", file=sys.stderr)
+
+    def start(self) -> None:
+        """Sweep now, then keep sweeping on schedule until :meth:`stop`."""
+        self.sweep()
+        self._thread = threading.Thread(target=self._run, name="troth-sweep", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the schedule (a sweep under way finishes first)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sweep()
+
+
 @dataclass(frozen=True, slots=True)
 class ServerOptions:
-    """How the application is bound and named."""
+    """How the application is bound and named, and whether it sweeps retention.
+
+    ``sweep_every``: seconds between retention sweeps (and one on start); ``None`` for an
+    application that leaves retention to its host (the in-process test clients do).
+    """
 
     host: str = DEFAULT_HOST
     tool_names: ToolNames = "dotted"
@@ -196,6 +240,7 @@ class ServerOptions:
     #: The OAuth authorization server named in the protected resource metadata (default:
     #: this server's origin).
     oauth_issuer: str | None = None
+    sweep_every: float | None = None
 
     def hosts(self) -> tuple[str, ...] | None:
         """The Host allow-list: loopback names when bound to loopback, else as configured."""
@@ -223,10 +268,18 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
+    sweeper = None if options.sweep_every is None else RetentionSweeper(memory, options.sweep_every)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with mcp.session_manager.run():
-            yield
+            if sweeper is not None:
+                await anyio.to_thread.run_sync(sweeper.start)
+            try:
+                yield
+            finally:
+                if sweeper is not None:
+                    await anyio.to_thread.run_sync(sweeper.stop)
 
     api = create_api(memory, tokens, lifespan=lifespan, mcp_path=MCP_PATH, recalls=recalls)
     api.include_router(ledger_router())
@@ -306,8 +359,10 @@ def serve(
     ssl_keyfile: str | None = None,
     log_level: str = "info",
     about: Iterable[str] = (),
+    sweep_every: float = DEFAULT_SWEEP_SECONDS,
 ) -> None:
-    """Run the application under uvicorn until interrupted.
+    """Run the application under uvicorn until interrupted, sweeping retention on start and
+    every ``sweep_every`` seconds.
 
     ``about`` heads the banner: where the data lives (``adapters/about.py``).
     """
@@ -315,7 +370,7 @@ def serve(
 
     from troth.core.access import HUMAN_DEFAULT_SCOPES
 
-    tokens = Tokens(memory.store)
+    tokens = memory.tokens
     tls = ssl_certfile is not None
     if not is_loopback(host) and not tls:
         print(
@@ -347,7 +402,9 @@ def serve(
     public_url = os.environ.get("TROTH_PUBLIC_URL") or (
         f"{'https' if tls else 'http'}://{shown}:{port}"
     )
-    options = ServerOptions(host=host, tool_names=tool_names, public_url=public_url)
+    options = ServerOptions(
+        host=host, tool_names=tool_names, public_url=public_url, sweep_every=sweep_every
+    )
     app = create_app(memory, tokens, options)
     config: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
     if tls:

@@ -9,8 +9,9 @@ Rules (documented in ``docs/api.md``):
 - A grant acts on exactly one owner: a person's own ledger, or — for an agent, service or
   org token — the ledger of the person it acts for (``on_behalf_of``). No operation names
   another owner, so another owner's memory is simply "not found".
-- A person writing for themselves writes through ``user``; any other principal writes
-  through ``tool``, ``synthesis`` or ``internal`` and never through ``user``.
+- The channel of a write (:func:`default_channel`, the one rule every surface calls): a
+  person writing into their own ledger writes through ``user``; anyone else through
+  ``synthesis`` unless they name ``tool`` or ``internal``, and never through ``user``.
 - Approving, rejecting, editing-to-approve and redacting need ``review:write``, which only
   a human principal's token can hold.
 """
@@ -38,6 +39,14 @@ AGENT_CHANNELS: Final = ("synthesis", "tool", "internal")
 
 TOKEN_PREFIX: Final = "troth_"
 _TOKEN_SHAPE: Final = re.compile(r"^troth_(t_[0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+
+
+def default_channel(actor: str, owner: str) -> str:
+    """The channel of a write that names none: ``user`` for a person writing into their own
+    ledger, ``synthesis`` for anyone else (what an assistant says is its own account, the
+    weakest claim; a writer that relays a tool says ``tool``). The library, the CLI, the
+    HTTP API and the MCP tools all call this one rule (docs/api.md, "Channels")."""
+    return "user" if actor == owner and principal_kind(actor) == "human" else "synthesis"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +117,10 @@ class Grant:
 
     def channel(self, requested: str | None) -> str:
         """The channel this caller writes through, refusing one stronger than it holds."""
-        if self.is_human:
-            return requested or "user"
         if requested is None:
-            return "synthesis"
+            return default_channel(self.principal, self.owner)
+        if self.is_human:
+            return requested
         if requested not in AGENT_CHANNELS:
             raise PolicyDeniedError(
                 f"{self.principal} may not write through the {requested!r} channel; "

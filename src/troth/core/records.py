@@ -9,6 +9,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal, get_args
 
 from troth.core.errors import InvalidInputError
+from troth.core.limits import (  # defined in core/limits.py; kept importable from here
+    MAX_CONTENT_CHARS as MAX_CONTENT_CHARS,
+)
+from troth.core.limits import MAX_REASON_CHARS as MAX_REASON_CHARS
+from troth.core.limits import MAX_TAG_CHARS as MAX_TAG_CHARS
+from troth.core.limits import MAX_TAGS as MAX_TAGS
+from troth.core.limits import MAX_TITLE_CHARS as MAX_TITLE_CHARS
 
 # The closed vocabularies, once: as types for the edges' schemas (HTTP, MCP) and as tuples.
 Channel = Literal["user", "internal", "tool", "synthesis"]
@@ -49,11 +56,6 @@ AUDIT_ACTIONS: Final = (
 )
 CORE_RELATIONS: Final = ("supersedes", "contradicts", "refines", "about")
 
-MAX_CONTENT_CHARS: Final = 2000
-MAX_REASON_CHARS: Final = 280
-MAX_TITLE_CHARS: Final = 300
-MAX_TAGS: Final = 64
-MAX_TAG_CHARS: Final = 100
 
 PRINCIPAL_PATTERN: Final = re.compile(r"^(human|agent|org|service):[A-Za-z0-9._@+/-]{1,128}$")
 ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")

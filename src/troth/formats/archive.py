@@ -59,13 +59,13 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 @cache
 def manifest_validator() -> jsonschema.Draft202012Validator:
     """The v0.2 manifest schema as troth ships it (``pcp_version`` "0.3" allowed)."""
-    return jsonschema.Draft202012Validator(pcp._load_schema("pcp.export.manifest.schema.json"))
+    return jsonschema.Draft202012Validator(pcp.load_schema("pcp.export.manifest.schema.json"))
 
 
 @cache
 def profile_validator() -> jsonschema.Draft202012Validator:
     """The core profile schema."""
-    return jsonschema.Draft202012Validator(pcp._load_schema("pcp.profile.core.schema.json"))
+    return jsonschema.Draft202012Validator(pcp.load_schema("pcp.profile.core.schema.json"))
 
 
 def check_member(name: str, *, where: str) -> str:

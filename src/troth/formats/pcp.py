@@ -27,11 +27,11 @@ from troth.core.records import (
     SYSTEM_PRINCIPAL,
     MemoryRecord,
 )
+from troth.core.versions import PCP_VERSION as PCP_VERSION
 from troth.formats import yaml12
 from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
 
 NAME: Final = "pcp-page"
-PCP_VERSION: Final = "0.3"
 MAX_PAGE_BYTES: Final = 1 << 20
 IMPLEMENTATION_KEY: Final = "x_troth"
 EXPORTED_STATUSES: Final = ("proposed", "active", "rejected")
@@ -59,7 +59,8 @@ class Page:
     body: str
 
 
-def _load_schema(name: str) -> dict[str, Any]:
+def load_schema(name: str) -> dict[str, Any]:
+    """One of the PCP JSON schemas shipped in the package, by file name."""
     text = resources.files("troth.formats").joinpath(f"schemas/{name}")
     loaded: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
     return loaded
@@ -68,7 +69,7 @@ def _load_schema(name: str) -> dict[str, Any]:
 @cache
 def page_validator() -> jsonschema.Draft202012Validator:
     """A validator for PCP 0.3 page frontmatter (the seed schema, shipped as is)."""
-    return jsonschema.Draft202012Validator(_load_schema("pcp.memory.page.schema.json"))
+    return jsonschema.Draft202012Validator(load_schema("pcp.memory.page.schema.json"))
 
 
 def validate_frontmatter(frontmatter: Any, *, where: str, text: str = "") -> None:

@@ -1,17 +1,19 @@
 """Codecs by name: each format says whether it recognises some bytes, and reads them.
 
-A codec is a small object with a ``name``, a ``sniff(data) -> bool`` that looks only at the
-bytes (and the file name, when there is one), and a ``decode`` into :class:`Item` values the
-service can write. Codecs are pure: no I/O, no ledger. ``detect`` tries them in registration
+A codec satisfies one protocol, :class:`Codec`: a ``name``, a ``description``, a
+``sniff(data, filename) -> bool`` that looks only at the bytes (and the file name, when
+there is one), and a ``decode`` into :class:`Item` values the service can write (and
+:class:`Refusal` values it reports). Every format module registers a :class:`FunctionCodec`
+made of its functions; ``tests/formats/test_codecs.py`` holds each to the protocol. Codecs are pure: no I/O, no ledger. ``detect`` tries them in registration
 order, most specific first, so a PCP archive is recognised before a JSON file is guessed at.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from troth.core.errors import FormatError, InvalidInputError
 
@@ -56,13 +58,39 @@ class Refusal:
 Decoded = tuple[list[Item], list[Refusal]]
 
 
+@runtime_checkable
 class Codec(Protocol):
-    """What every format module offers the registry."""
+    """What every format offers the registry: recognise bytes, and read them into items."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The format's name, as ``--format`` takes it."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """One line saying what the format is."""
+        ...
 
     def sniff(self, data: bytes, filename: str = "") -> bool:
-        """True when the bytes are in this format."""
+        """True when the bytes are in this format (never raises)."""
+        ...
+
+    def decode(
+        self,
+        data: bytes,
+        *,
+        name: str,
+        restore: bool = False,
+        reanchor: bool = False,
+        known: Collection[tuple[str, str]] = (),
+    ) -> Decoded:
+        """The items the bytes hold, and the ones refused with why; a FormatError names a
+        defect's file and line. ``known`` idempotency keys may be returned unparsed."""
+        ...
+
+    def link(self, items: Sequence[Item]) -> list[Item]:
+        """The decoded items of a whole import, with cross-item references resolved."""
         ...
 
 
@@ -72,7 +100,7 @@ class FunctionCodec:
 
     name: str
     sniffer: Callable[[bytes, str], bool]
-    decoder: Callable[..., Decoded] | None = None
+    decoder: Callable[..., Decoded]
     description: str = ""
     # Run once over every item of an import after all its files are decoded, for what needs
     # the whole input (basic-memory resolves relation targets across notes).
@@ -89,13 +117,25 @@ class FunctionCodec:
         except (ValueError, UnicodeDecodeError, FormatError):
             return False
 
+    def decode(
+        self,
+        data: bytes,
+        *,
+        name: str,
+        restore: bool = False,
+        reanchor: bool = False,
+        known: Collection[tuple[str, str]] = (),
+    ) -> Decoded:
+        """The format module's decoder (each takes what it needs of the options)."""
+        return self.decoder(data, name=name, restore=restore, reanchor=reanchor, known=known)
 
-_CODECS: dict[str, FunctionCodec] = {}
+
+_CODECS: dict[str, Codec] = {}
 _LOADED: list[bool] = []
 FORMAT_MODULES = ("archive", "pcp", "personaxis", "hux", "mem0", "omp", "remnic", "basic_memory")
 
 
-def register(codec: FunctionCodec) -> FunctionCodec:
+def register(codec: Codec) -> Codec:
     """Add a codec under its name (a second registration of a name replaces the first)."""
     _CODECS[codec.name] = codec
     return codec
@@ -107,7 +147,7 @@ def names() -> list[str]:
     return sorted(_CODECS)
 
 
-def get(name: str) -> FunctionCodec:
+def get(name: str) -> Codec:
     """The codec called ``name``."""
     _load()
     try:
@@ -131,7 +171,7 @@ DETECTION_ORDER = (
 )
 
 
-def detect(data: bytes, filename: str = "") -> FunctionCodec:
+def detect(data: bytes, filename: str = "") -> Codec:
     """The first codec that recognises the bytes; a FormatError when none does."""
     _load()
     ordered = [n for n in DETECTION_ORDER if n in _CODECS]

@@ -10,15 +10,22 @@ from collections.abc import Callable, Mapping
 
 from troth.core import lifecycle
 from troth.core.errors import PolicyDeniedError
+from troth.core.limits import MAX_REDACTION_REASON_CHARS, REDACTION_PREFIX
 from troth.core.records import MemoryRecord, principal_kind
 from troth.service import validation as check
-from troth.service.base import MemoryBase
+from troth.service.base import Parties, steward_channel
+from troth.service.ledger import Ledger
 
-MAX_NOTE_CHARS = 200  # HUX audit notes
+#: The note of a forget that gives no reason, on every surface (library, CLI, HTTP, MCP).
+FORGET_REASON = "forgotten at the owner's request"
 
 
-class MemoryChanges(MemoryBase):
+class Changes:
     """The use cases that move an existing memory through its lifecycle."""
+
+    def __init__(self, parties: Parties, ledger: Ledger) -> None:
+        self.parties = parties
+        self.ledger = ledger
 
     def approve(
         self,
@@ -51,9 +58,9 @@ class MemoryChanges(MemoryBase):
         note: str | None = None,
     ) -> MemoryRecord:
         """Remove a memory from retrieval without forgetting it (``retrieval_removed``)."""
-        who = self._actor(actor)
-        whose = self._owner_of(memory_id, owner)
-        return self._change(memory_id, "hide", who, whose, _note(note))
+        who = self.parties.actor(actor)
+        whose = self.parties.owner_of(memory_id, owner)
+        return self.change(memory_id, "hide", who, whose, _note(note))
 
     def forget(
         self,
@@ -61,27 +68,27 @@ class MemoryChanges(MemoryBase):
         *,
         actor: str | None = None,
         owner: str | None = None,
-        reason: str = "forgotten at the owner's request",
+        reason: str = FORGET_REASON,
     ) -> MemoryRecord:
         """Forget a memory at once: a tombstone; its bytes stay until redacted."""
-        who = self._actor(actor)
-        whose = self._owner_of(memory_id, owner)
-        return self._change(memory_id, "forget", who, whose, {"note": check.note(reason)})
+        who = self.parties.actor(actor)
+        whose = self.parties.owner_of(memory_id, owner)
+        return self.change(memory_id, "forget", who, whose, {"note": check.note(reason)})
 
     def redact(
         self, memory_id: str, *, reason: str, actor: str | None = None, owner: str | None = None
     ) -> MemoryRecord:
         """Erase a memory's text from every byte the store keeps; the chain still verifies."""
-        who = self._actor(actor)
-        whose = self._owner_of(memory_id, owner)
-        why = check.text(reason, "reason", max_chars=MAX_NOTE_CHARS - len("redacted: "))
-        return self._change(memory_id, "redact", who, whose, {"note": f"redacted: {why}"})
+        who = self.parties.actor(actor)
+        whose = self.parties.owner_of(memory_id, owner)
+        why = check.text(reason, "reason", max_chars=MAX_REDACTION_REASON_CHARS)
+        return self.change(memory_id, "redact", who, whose, {"note": REDACTION_PREFIX + why})
 
     def _review(
         self, memory_id: str, kind: str, *, actor: str | None, owner: str | None, note: str | None
     ) -> MemoryRecord:
-        who = self._actor(actor)
-        whose = self._owner_of(memory_id, owner)
+        who = self.parties.actor(actor)
+        whose = self.parties.owner_of(memory_id, owner)
         if principal_kind(who) != "human":
             raise PolicyDeniedError(
                 f"only a person may {kind} a proposed memory; {who} is not a human principal",
@@ -101,9 +108,9 @@ class MemoryChanges(MemoryBase):
                     f"only {whose} may {kind} their own memories", actor=who, id=memory_id
                 )
 
-        return self._change(memory_id, kind, who, whose, _note(note), guard=only_the_owner)
+        return self.change(memory_id, kind, who, whose, _note(note), guard=only_the_owner)
 
-    def _change(
+    def change(
         self,
         memory_id: str,
         kind: str,
@@ -114,13 +121,13 @@ class MemoryChanges(MemoryBase):
         guard: Callable[[MemoryRecord], None] | None = None,
     ) -> MemoryRecord:
         """Check the transition (and ``guard``) on the current state, then append the event."""
-        with self._writing(whose) as tx:
-            memory = self._load(tx, memory_id)
+        with self.ledger.writing(whose) as tx:
+            memory = self.parties.load(tx, memory_id)
             lifecycle.check_transition(memory, kind)
             if guard is not None:
                 guard(memory)
-            changed = self._append_change(
-                tx, memory, kind, actor=who, texts=texts, channel=self._steward_channel(who, whose)
+            changed = self.ledger.append_change(
+                tx, memory, kind, actor=who, texts=texts, channel=steward_channel(who, whose)
             )
         return changed[0]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from troth.core.chain import REDACTED_MARKER, parse_utc, redact_entry
 from troth.core.checkpoints import (
@@ -38,19 +38,20 @@ from troth.core.errors import ConflictError, InvalidInputError
 from troth.core.events import EVENT_TAG, MEMORY_TAG, Event, Record, canonical_bytes
 from troth.core.records import MemoryRecord, check_principal, principal_kind
 from troth.formats.uaix import handle_request
+from troth.formats.uaix.refusals import InvalidRequestError
+from troth.service.admission import Admission
+from troth.service.base import Clock, Parties
+from troth.service.drafts import CreationPlan
+from troth.service.ledger import Ledger
 from troth.storage.base import MemoryFilter, Transaction
-
-if TYPE_CHECKING:
-    from troth.service.drafts import CreationPlan
-    from troth.service.memory import Memory
 
 __all__ = [
     "CHECKPOINT_EVENT",
+    "Checkpoints",
     "LedgerCheckpointPort",
     "checkpoint_event",
     "decode_checkpoint",
     "erase_copies",
-    "handle_checkpoint",
 ]
 
 CHECKPOINT_EVENT: Final = "checkpoint"
@@ -155,14 +156,16 @@ class LedgerCheckpointPort:
 
     def __init__(
         self,
-        memory: Memory,
+        admission: Admission,
+        ledger: Ledger,
         tx: Transaction,
         *,
         actor: str,
         now: datetime,
         include_sensitive: bool,
     ) -> None:
-        self._memory = memory
+        self._admission = admission
+        self._ledger = ledger
         self._tx = tx
         self._actor = actor
         self._now = now
@@ -206,7 +209,7 @@ class LedgerCheckpointPort:
         plans = []
         for index, proposal in enumerate(proposals):
             try:
-                plan = self._memory._plan(
+                plan = self._admission.plan(
                     proposal.content,
                     owner=owner,
                     actor=self._actor,
@@ -219,9 +222,9 @@ class LedgerCheckpointPort:
                     },
                 )
             except InvalidInputError as exc:
-                raise InvalidInputError(
+                raise InvalidRequestError(
                     f"stable fact {index} cannot be remembered: {exc.message}",
-                    code="schema-violation",
+                    uaix_code="schema-violation",
                     errors=[
                         {"path": f"/body/parameters/stable_facts/{index}", "message": exc.message}
                     ],
@@ -231,7 +234,7 @@ class LedgerCheckpointPort:
             plans.append(plan)
         created = []
         for plan in plans:
-            result = self._memory._write_plan(self._tx, plan)
+            result = self._ledger.write_plan(self._tx, plan)
             if result.status == "no_store":
                 self._not_stored.add(result.id)
             created.append(CreatedMemory(result.id, result.status))
@@ -247,7 +250,7 @@ class LedgerCheckpointPort:
             )
         record = replace(record, stable_facts=tuple(self._scrub(f) for f in record.stable_facts))
         event = checkpoint_event(record, self._actor)
-        self._memory._commit(
+        self._ledger.commit(
             self._tx,
             event,
             content=f"[checkpoint {record.checkpoint_id}]",
@@ -280,7 +283,7 @@ class LedgerCheckpointPort:
         """
         if not self._mine(owner):
             return []
-        current = self._memory.store.memories(
+        current = self._ledger.store.memories(
             owner,
             MemoryFilter(
                 retrievable_only=True,
@@ -360,7 +363,7 @@ def _ended(memory: MemoryRecord, now: datetime) -> bool:
     return parse_utc(until) <= now
 
 
-def resolve_owner(memory: Memory, caller: str, owner: str | None) -> str:
+def resolve_owner(caller: str, owner: str | None) -> str:
     """Whose ledger: the given owner, else the caller if a person; an agent must say whose."""
     if owner is not None:
         return check_principal(owner, "owner")
@@ -373,24 +376,46 @@ def resolve_owner(memory: Memory, caller: str, owner: str | None) -> str:
     return caller
 
 
-def handle_checkpoint(
-    memory: Memory,
-    raw: bytes,
-    *,
-    caller: str | None = None,
-    owner: str | None = None,
-    include_sensitive: bool | None = None,
-) -> bytes:
-    """Answer one UAIX request envelope against ``memory``'s ledger; see :meth:`Memory.handle_checkpoint`."""
-    who = check_principal(memory.principal if caller is None else caller, "caller")
-    whose = resolve_owner(memory, who, owner)
-    if include_sensitive is None:
-        include_sensitive = who == whose and principal_kind(who) == "human"
-    now = memory._clock()
-    if now.tzinfo is None:
-        raise InvalidInputError("the clock must give timezone-aware times")
-    with memory._writing(whose) as tx:
-        port = LedgerCheckpointPort(
-            memory, tx, actor=who, now=now, include_sensitive=include_sensitive
+class Checkpoints:
+    """The checkpoint use case: one UAIX request answered as one unit of work on a chain."""
+
+    def __init__(
+        self, parties: Parties, admission: Admission, ledger: Ledger, clock: Clock
+    ) -> None:
+        self.parties = parties
+        self.admission = admission
+        self.ledger = ledger
+        self.clock = clock
+
+    def port(
+        self, tx: Transaction, *, actor: str, now: datetime, include_sensitive: bool
+    ) -> LedgerCheckpointPort:
+        """The checkpoint port inside ``tx``, one open write transaction on a chain."""
+        return LedgerCheckpointPort(
+            self.admission,
+            self.ledger,
+            tx,
+            actor=actor,
+            now=now,
+            include_sensitive=include_sensitive,
         )
-        return handle_request(raw, caller=who, now=now, port=port, owner=whose)
+
+    def handle(
+        self,
+        raw: bytes,
+        *,
+        caller: str | None = None,
+        owner: str | None = None,
+        include_sensitive: bool | None = None,
+    ) -> bytes:
+        """Answer one UAIX request envelope; see :meth:`Memory.handle_checkpoint`."""
+        who = check_principal(self.parties.principal if caller is None else caller, "caller")
+        whose = resolve_owner(who, owner)
+        if include_sensitive is None:
+            include_sensitive = who == whose and principal_kind(who) == "human"
+        now = self.clock()
+        if now.tzinfo is None:
+            raise InvalidInputError("the clock must give timezone-aware times")
+        with self.ledger.writing(whose) as tx:
+            port = self.port(tx, actor=who, now=now, include_sensitive=include_sensitive)
+            return handle_request(raw, caller=who, now=now, port=port, owner=whose)

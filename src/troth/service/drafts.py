@@ -3,16 +3,17 @@
 ``Draft`` is the value object behind every optional field of ``Memory.remember``;
 ``draft_fields`` validates it into the fields the chain commits to and the texts it may
 later erase. A ``CreationPlan`` is a validated, policy-decided creation waiting for its
-transaction (``MemoryWrites._plan``); ``WriteResult`` is what the caller gets back.
+transaction (``Admission.plan``); ``WriteResult`` is what the caller gets back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from troth.core.events import Event
+from troth.core.limits import MAX_EVIDENCE_CHARS, MAX_SESSION_CHARS
 from troth.core.policy import Decision
 from troth.core.records import KINDS, MemoryRecord
 from troth.service import validation as check
@@ -82,6 +83,56 @@ class Draft:
     stamps: Mapping[str, Any] = field(default_factory=dict)
 
 
+class WriteFields(TypedDict, total=False):
+    """The per-item fields of a write, by name: ``Memory.remember(text, **fields)``.
+
+    The same names as :class:`Draft` (``tests/service/test_lifecycle.py`` keeps the two
+    alike); every one is optional and validated by the service, which refuses an unknown
+    name with a sentence listing the known ones.
+    """
+
+    kind: str
+    topic: str
+    scope: Any  # a Scope or its text form: global, project:ID, conversation:ID
+    reason: str | None
+    title: str | None
+    tags: Sequence[str]
+    ttl: Any  # a TTL, its text form (never, expires_at:…, decay:N) or a mapping
+    sensitivity: str | None
+    confidence: float | None
+    importance: float | None
+    valid_from: str | None
+    valid_until: str | None
+    expires: str | None
+    relations: Sequence[Any]
+    lifecycle: str
+    partition: str
+    path: str | None
+    page_type: str | None
+    derived_from: Sequence[str]
+    session: str | None
+    evidence: str | None
+    recorded_at: str | None
+    extra: Mapping[str, Any]
+    stamps: Mapping[str, Any]
+
+
+class ItemText(TypedDict):
+    """The one required key of a :class:`WriteItem`."""
+
+    text: str
+
+
+class WriteItem(ItemText, WriteFields, total=False):
+    """One item of ``Memory.remember_many``: its text, its own channel, and its fields.
+
+    (``Required`` would say it in one class, but the postponed annotations of this module
+    hide it from Python 3.11's TypedDict, so the required key comes from ``ItemText``.)
+    """
+
+    channel: str
+
+
 def draft_fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
     """Validate a draft into the committed metadata fields and the erasable texts."""
     fields: dict[str, Any] = {
@@ -104,10 +155,10 @@ def draft_fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
         "page_type": check.page_type(draft.page_type),
         "session": None
         if draft.session is None
-        else check.text(draft.session, "session", max_chars=256),
+        else check.text(draft.session, "session", max_chars=MAX_SESSION_CHARS),
         "evidence": None
         if draft.evidence is None
-        else check.text(draft.evidence, "evidence", max_chars=512),
+        else check.text(draft.evidence, "evidence", max_chars=MAX_EVIDENCE_CHARS),
     }
     fields.update({k: v for k, v in optional.items() if v is not None})
     relations = check.relations(draft.relations)

@@ -6,7 +6,7 @@ check that derivation, redo it, or write a whole chain in from elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +22,10 @@ from troth.core.errors import (
 )
 from troth.core.events import Record, check_head, meta_problem, verify_records
 from troth.core.records import MemoryRecord, check_principal, principal_kind
-from troth.service.base import MemoryBase
-from troth.service.recall import memory_text
-from troth.storage.base import MemoryFilter, Tip
+from troth.service.base import Parties
+from troth.service.ledger import Ledger
+from troth.service.vectors import Vectors
+from troth.storage.base import Tip
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +53,19 @@ class OwnerReport:
         }
 
 
-class MemoryIntegrity(MemoryBase):
+class Integrity:
     """The use cases that check, rebuild or rewrite what is derived from the ledger."""
+
+    def __init__(self, parties: Parties, ledger: Ledger, vectors: Vectors) -> None:
+        self.parties = parties
+        self.store = parties.store
+        self.ledger = ledger
+        self.vectors = vectors
 
     def verify(self, owner: str | None = None) -> list[OwnerReport]:
         """Verify each chain and compare each stored projection with a rebuild."""
         reports = []
-        for whose in self._owners(owner):
+        for whose in self.parties.owners(owner):
             chain = self._verify_chain(whose)
             projection_ok, mismatch = True, None
             if chain.ok:
@@ -106,7 +113,7 @@ class MemoryIntegrity(MemoryBase):
     def rebuild(self, owner: str | None = None) -> list[dict[str, Any]]:
         """Recompute each projection from its ledger; reports whether it equalled the stored."""
         out = []
-        for whose in self._owners(owner):
+        for whose in self.parties.owners(owner):
             chain = self._verify_chain(whose)
             if not chain.ok:
                 raise IntegrityError(
@@ -118,59 +125,16 @@ class MemoryIntegrity(MemoryBase):
             rebuilt = lifecycle.fold(self.store.records(whose), whose)
             equal, mismatch = self._compare_with(whose, rebuilt)
             self.store.replace_projection(whose, rebuilt)
-            self._refresh_vectors(whose)
+            self.vectors.refresh(whose)
             out.append(
                 {"owner": whose, "memories": len(rebuilt), "equal": equal, "mismatch": mismatch}
             )
         return out
 
-    def _refresh_vectors(self, owner: str) -> None:
-        # A projection written without embeddings (restore, rebuild, re-anchor) gets them.
-        if self._vectors_ready():
-            self.reindex(owner)
-
-    def reindex(
-        self,
-        owner: str | None = None,
-        *,
-        batch: int = 1000,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> dict[str, int]:
-        """Recompute the vector of every retrievable memory (all owners, or one).
-
-        Run it after changing the embedding model (the store then records the new one) or
-        after restoring a store whose vectors were not kept. Returns memories per owner.
-        ``progress(done, total)`` is called after each batch.
-        """
-        if self.embedder is None:
-            raise InvalidInputError("this installation has no embedder; nothing to reindex")
-        model = (self.embedder.name, self.embedder.dim)
-        owners = self._owners(owner)
-        if self.store.vector_model() != model:
-            self.store.set_vector_model(*model)
-            owners = self.store.owners()  # every owner's vectors were dropped
-        self._vectors_ok = True
-        live = MemoryFilter(retrievable_only=True)
-        total = sum(self.store.count(whose, live) for whose in owners)
-        done, out = 0, {}
-        for whose in owners:
-            memories = [m for m in self.store.memories(whose, live) if m.content]
-            for start in range(0, len(memories), batch):
-                chunk = memories[start : start + batch]
-                vectors = self._embed([memory_text(m) for m in chunk])
-                with self.store.write(whose) as tx:
-                    for memory, vector in zip(chunk, vectors, strict=True):
-                        tx.put(memory, vector)
-                done += len(chunk)
-                if progress is not None:
-                    progress(done, total)
-            out[whose] = len(memories)
-        return out
-
     # -- restore and re-anchor ------------------------------------------------------------
 
     def _may_rewrite(self, owner: str, actor: str | None, verb: str) -> tuple[str, str]:
-        who = self._actor(actor)
+        who = self.parties.actor(actor)
         whose = check_principal(owner, "owner")
         if who != whose and principal_kind(who) != "service":
             raise PolicyDeniedError(
@@ -236,8 +200,8 @@ class MemoryIntegrity(MemoryBase):
                 tx.append(record.entry, record.meta, record.texts)
             for memory in sorted(projection.values(), key=lambda m: m.seq):
                 tx.put(memory)
-        self._verified[whose] = Tip(result.length, result.head)
-        self._refresh_vectors(whose)
+        self.ledger.trust(whose, Tip(result.length, result.head))
+        self.vectors.refresh(whose)
         return result
 
     def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
@@ -248,8 +212,8 @@ class MemoryIntegrity(MemoryBase):
         is no legacy line). Ids of foreign memories derive from entry hashes, so they change
         too; the projection is rebuilt.
         """
-        _who, whose = self._may_rewrite(owner or self.principal, actor, "re-anchor")
-        with self._writing(whose) as tx:
+        _who, whose = self._may_rewrite(owner or self.parties.principal, actor, "re-anchor")
+        with self.ledger.writing(whose) as tx:
             records = list(tx.records(0))
             if not any(r.entry.is_legacy for r in records):
                 return {}
@@ -261,5 +225,5 @@ class MemoryIntegrity(MemoryBase):
                 Record(r.seq, e, r.meta, r.texts) for r, e in zip(records, migrated, strict=True)
             ]
         self.store.replace_projection(whose, lifecycle.fold(renewed, whose))
-        self._refresh_vectors(whose)
+        self.vectors.refresh(whose)
         return {old: new for old, new in remapped.items() if old != new}

@@ -1,49 +1,84 @@
-"""The ``Memory`` facade: remember, recall, approve, forget, redact, verify — the use cases.
+"""The ``Memory`` facade: remember, recall, approve, forget, redact, verify — the public verbs.
 
-Adapters (CLI, HTTP, MCP) call this class and nothing below it. Every write runs inside one
-store transaction that holds the owner's chain: the chain is verified up to its head, the
-transition is checked against the current state, one entry is appended and the projection
-is updated — or nothing happens at all.
+Adapters (CLI, HTTP, MCP) call this class and nothing below it. It is a thin facade: each
+verb checks nothing and decides nothing itself, but delegates in one line to the use case
+that does (``service/compose.py`` wires them, and draws the map):
 
-The use cases live in one module each and meet here:
-
-- ``base.py``: state, who acts on whose ledger, the verified write path;
-- ``writes.py``: remember, remember_many, admit, edit (``drafts.py``: their value objects);
+- ``writes.py``: remember, remember_many, admit, edit, decide, bulk_load;
 - ``changes.py``: approve, reject, hide, forget, redact;
 - ``retention.py``: sweep;
-- ``integrity.py``: verify, rebuild, reindex, restore_chain, reanchor;
+- ``integrity.py``: verify, rebuild, restore_chain, reanchor (``vectors.py``: reindex);
 - ``reads.py``: get, memories, log, may_justify, recall;
-- this module: opening and closing, and the doors to portability and checkpoints.
+- ``portability.py``: export, export_to, import_path;
+- ``checkpoints.py``: handle_checkpoint;
+- ``migration.py``: migrate; ``tokens.py``: tokens.
+
+Every write runs inside one store transaction that holds the owner's chain
+(``ledger.py``): the chain is verified up to its head, the transition is checked against
+the current state, one entry is appended and the projection is updated — or nothing
+happens at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Unpack
 
-from troth.core.errors import InvalidInputError
+from troth.core.policy import Decision, Justification, Policy
+from troth.core.records import MemoryRecord
 from troth.service.base import Clock, utc_now
-from troth.service.changes import MemoryChanges
-from troth.service.drafts import Draft, WriteResult
-from troth.service.integrity import MemoryIntegrity, OwnerReport
-from troth.service.reads import MemoryReads
-from troth.service.retention import MemoryRetention
-from troth.service.writes import MemoryWrites
-from troth.storage.base import MemoryFilter
+from troth.service.changes import FORGET_REASON
+from troth.service.compose import Services
+from troth.service.drafts import Draft, WriteFields, WriteItem, WriteResult
+from troth.service.integrity import OwnerReport
+from troth.service.migration import MigrationReport
+from troth.service.portability import ExportResult, ImportReport
+from troth.service.recall import Query, RecallHit
+from troth.service.tokens import Tokens
+from troth.storage.base import MemoryFilter, Store
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from troth.service.portability import ExportResult, ImportReport
+    from troth.core.chain import Entry, Verification
+    from troth.core.events import Record
+    from troth.embedding import Embedder
 
 __all__ = ["Clock", "Draft", "Memory", "MemoryFilter", "OwnerReport", "WriteResult", "utc_now"]
 
+Progress = Callable[[int, int], None]
 
-class Memory(MemoryWrites, MemoryChanges, MemoryRetention, MemoryIntegrity, MemoryReads):
+
+class Memory:
     """Long-term memory for one installation: the use cases over a store and a policy."""
 
-    # -- composition ------------------------------------------------------------------
+    def __init__(
+        self,
+        store: Store,
+        *,
+        policy: Policy,
+        principal: str,
+        clock: Clock = utc_now,
+        embedder: Embedder | None = None,
+        max_concurrent_recalls: int | None = None,
+    ) -> None:
+        self.parts = Services(
+            store,
+            policy=policy,
+            principal=principal,
+            clock=clock,
+            embedder=embedder,
+            max_concurrent_recalls=max_concurrent_recalls,
+        )
+        self.store = store
+        self.policy = policy
+        self.principal = self.parts.parties.principal
+        self.clock = clock
+        self.embedder = embedder
+        self.max_concurrent_recalls = self.parts.reads.max_concurrent_recalls
+
+    # -- opening and closing ----------------------------------------------------------
 
     @classmethod
     def open(
@@ -55,6 +90,8 @@ class Memory(MemoryWrites, MemoryChanges, MemoryRetention, MemoryIntegrity, Memo
         clock: Clock = utc_now,
     ) -> Memory:
         """Open the embedded default store under ``home`` (or TROTH_HOME)."""
+        # The one lazy import of the package (tests/test_architecture.py): the library's own
+        # entry point asks the composition root, which imports this module.
         from troth.config import Settings, build_memory
 
         settings = Settings.load(home=home, principal=principal, policy_path=policy_path)
@@ -70,22 +107,256 @@ class Memory(MemoryWrites, MemoryChanges, MemoryRetention, MemoryIntegrity, Memo
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    # -- formats and checkpoints (service/portability.py, service/checkpoints.py) -------
+    # -- writes (writes.py) -----------------------------------------------------------
 
-    def export(self, fmt: str, *, owner: str | None = None) -> tuple[bytes, int]:
-        """An owner's ledger as personaxis JSONL, or its memories as HUX records."""
-        from troth.formats import hux, personaxis
-
-        whose = self._owner(owner, self.principal)
-        if fmt == "personaxis":
-            entries = [r.entry for r in self.store.records(whose)]
-            return personaxis.encode(entries), len(entries)
-        if fmt in ("hux", "hux-jsonl"):
-            items = self.store.memories(whose, MemoryFilter())
-            return hux.encode(reversed(items), lines=fmt == "hux-jsonl"), len(items)
-        raise InvalidInputError(
-            f"unknown export format {fmt!r}; use personaxis or hux", field="format"
+    def decide(
+        self,
+        text: str,
+        *,
+        topic: str = "general",
+        channel: str = "user",
+        actor: str | None = None,
+        owner: str | None = None,
+    ) -> Decision:
+        """What the policy would decide for a write, without writing."""
+        return self.parts.writes.decide(
+            text, topic=topic, channel=channel, actor=actor, owner=owner
         )
+
+    def remember(
+        self,
+        text: str,
+        *,
+        owner: str | None = None,
+        actor: str | None = None,
+        channel: str | None = None,
+        on_behalf_of: str | None = None,
+        draft: Draft | None = None,
+        **details: Unpack[WriteFields],
+    ) -> WriteResult:
+        """Write a memory; the policy decides whether it is kept, proposed or not stored.
+
+        ``channel`` defaults by the one rule of ``core.access.default_channel``: ``user``
+        for a person writing into their own ledger, ``synthesis`` for anyone else.
+        """
+        return self.parts.writes.remember(
+            text,
+            owner=owner,
+            actor=actor,
+            channel=channel,
+            on_behalf_of=on_behalf_of,
+            draft=draft,
+            details=details,
+        )
+
+    def remember_many(
+        self,
+        items: Iterable[str | WriteItem],
+        *,
+        owner: str | None = None,
+        actor: str | None = None,
+        channel: str | None = None,
+        on_behalf_of: str | None = None,
+        draft: Draft | None = None,
+        **details: Unpack[WriteFields],
+    ) -> list[WriteResult]:
+        """Write many memories into one ledger in one transaction: all of them, or none.
+
+        Each item is the text, or a mapping with ``text`` and any per-item field of
+        :meth:`remember` (``kind``, ``topic``, ``reason`` …) overriding the shared ones.
+        """
+        return self.parts.writes.remember_many(
+            items,
+            owner=owner,
+            actor=actor,
+            channel=channel,
+            on_behalf_of=on_behalf_of,
+            draft=draft,
+            details=details,
+        )
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """Defer the store's index upkeep to one build when a large load ends."""
+        return self.parts.writes.bulk_load()
+
+    def admit(
+        self,
+        text: str,
+        *,
+        owner: str,
+        status: str | None = None,
+        actor: str | None = None,
+        channel: str = "user",
+        on_behalf_of: str | None = None,
+        draft: Draft | None = None,
+    ) -> WriteResult:
+        """Write a memory carried in from an export, keeping the review state it had there."""
+        return self.parts.writes.admit(
+            text,
+            owner=owner,
+            status=status,
+            actor=actor,
+            channel=channel,
+            on_behalf_of=on_behalf_of,
+            draft=draft,
+        )
+
+    def edit(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        channel: str | None = None,
+        on_behalf_of: str | None = None,
+        **details: Unpack[WriteFields],
+    ) -> WriteResult:
+        """Supersede a memory with new text: a new memory; the old one leaves retrieval.
+
+        The policy decides the new memory like any write: a person's own edit is kept at
+        once; an agent's (``actor`` an agent, ``on_behalf_of`` the person) is proposed, and
+        the old memory stays retrievable until the person approves it.
+        """
+        return self.parts.writes.edit(
+            memory_id,
+            text,
+            actor=actor,
+            owner=owner,
+            channel=channel,
+            details=details,
+            on_behalf_of=on_behalf_of,
+        )
+
+    # -- changes (changes.py) and retention (retention.py) ----------------------------
+
+    def approve(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """A person approves a proposed memory; it becomes active and retrievable."""
+        return self.parts.changes.approve(memory_id, actor=actor, owner=owner, note=note)
+
+    def reject(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """A person rejects a proposed memory; it is never retrievable."""
+        return self.parts.changes.reject(memory_id, actor=actor, owner=owner, note=note)
+
+    def hide(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        note: str | None = None,
+    ) -> MemoryRecord:
+        """Remove a memory from retrieval without forgetting it (``retrieval_removed``)."""
+        return self.parts.changes.hide(memory_id, actor=actor, owner=owner, note=note)
+
+    def forget(
+        self,
+        memory_id: str,
+        *,
+        actor: str | None = None,
+        owner: str | None = None,
+        reason: str = FORGET_REASON,
+    ) -> MemoryRecord:
+        """Forget a memory at once: a tombstone; its bytes stay until redacted."""
+        return self.parts.changes.forget(memory_id, actor=actor, owner=owner, reason=reason)
+
+    def redact(
+        self, memory_id: str, *, reason: str, actor: str | None = None, owner: str | None = None
+    ) -> MemoryRecord:
+        """Erase a memory's text from every byte the store keeps; the chain still verifies."""
+        return self.parts.changes.redact(memory_id, reason=reason, actor=actor, owner=owner)
+
+    def sweep(self, *, now: datetime | None = None, owner: str | None = None) -> list[MemoryRecord]:
+        """Expire what retention says is over (ttl, PCP expires) and erase its text."""
+        return self.parts.retention.sweep(now=now, owner=owner)
+
+    # -- integrity (integrity.py, vectors.py) ------------------------------------------
+
+    def verify(self, owner: str | None = None) -> list[OwnerReport]:
+        """Verify each chain and compare each stored projection with a rebuild."""
+        return self.parts.integrity.verify(owner)
+
+    def rebuild(self, owner: str | None = None) -> list[dict[str, Any]]:
+        """Recompute each projection from its ledger; reports whether it equalled the stored."""
+        return self.parts.integrity.rebuild(owner)
+
+    def reindex(
+        self,
+        owner: str | None = None,
+        *,
+        batch: int = 1000,
+        progress: Progress | None = None,
+    ) -> dict[str, int]:
+        """Recompute the vector of every retrievable memory (all owners, or one)."""
+        owners = self.parts.parties.owners(owner)
+        return self.parts.vectors.reindex(owners, batch=batch, progress=progress)
+
+    def restore_chain(
+        self, owner: str, entries: Iterable[Entry | Record], *, actor: str | None = None
+    ) -> Verification:
+        """Write a personaxis chain verbatim into an empty ledger and project it."""
+        return self.parts.integrity.restore_chain(owner, entries, actor=actor)
+
+    def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
+        """Re-anchor a ledger holding legacy (≤0.10) lines into v1.0 form."""
+        return self.parts.integrity.reanchor(owner, actor=actor)
+
+    def embed_copied(
+        self, owners: Sequence[str], *, progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Embed these owners' memories in one bulk load, after a migration into this store."""
+        return self.parts.vectors.embed_copied(owners, progress=progress)
+
+    # -- reads (reads.py) -------------------------------------------------------------
+
+    def get(self, memory_id: str, *, owner: str | None = None) -> MemoryRecord:
+        """One memory, whatever its status."""
+        return self.parts.reads.get(memory_id, owner=owner)
+
+    def memories(
+        self, owner: str | None = None, query: MemoryFilter | None = None
+    ) -> list[MemoryRecord]:
+        """An owner's memories, newest first."""
+        return self.parts.reads.memories(owner, query)
+
+    def log(self, owner: str | None = None, *, start: int = 0) -> Iterator[Record]:
+        """An owner's ledger rows in order."""
+        return self.parts.reads.log(owner, start=start)
+
+    def may_justify(
+        self, action: str, memory_ids: Sequence[str], *, owner: str | None = None
+    ) -> Justification:
+        """Whether these memories may justify a sensitive action (the weakest channel decides)."""
+        return self.parts.reads.may_justify(action, memory_ids, owner=owner)
+
+    def recall(self, query: Query | str, **options: Any) -> list[RecallHit]:
+        """The owner's active, retrievable memories that best answer a query."""
+        return self.parts.reads.recall(query, **options)
+
+    # -- formats, checkpoints, migration, tokens ---------------------------------------
+
+    def export(
+        self, fmt: str, *, owner: str | None = None, actor: str | None = None
+    ) -> tuple[bytes, int]:
+        """An owner's ledger as personaxis JSONL, or its memories as HUX records — audited:
+        an ``export`` event by ``actor`` (default: this facade's principal) is appended
+        before the bytes are returned, as for :meth:`export_to`."""
+        result = self.parts.portability.export(fmt, owner=owner, actor=actor)
+        return result.data, result.items
 
     def export_to(
         self,
@@ -96,9 +367,7 @@ class Memory(MemoryWrites, MemoryChanges, MemoryRetention, MemoryIntegrity, Memo
         at: datetime | None = None,
     ) -> ExportResult:
         """Export to a file: a PCP archive (.tar or .zip), personaxis JSONL or HUX records."""
-        from troth.service import portability
-
-        return portability.export_to(self, fmt, output, owner=owner, at=at)
+        return self.parts.portability.export_to(fmt, output, owner=owner, at=at)
 
     def import_path(
         self,
@@ -108,42 +377,12 @@ class Memory(MemoryWrites, MemoryChanges, MemoryRetention, MemoryIntegrity, Memo
         mode: str = "import",
         owner: str | None = None,
         reanchor: bool = False,
-        progress: Callable[[int, int], None] | None = None,
+        progress: Progress | None = None,
     ) -> ImportReport:
         """Import or restore a file, an archive or a folder of notes (service/portability.py)."""
-        from troth.service import portability
-
-        return portability.import_path(
-            self, path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
+        return self.parts.portability.import_path(
+            path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
         )
-
-    def embed_copied(
-        self, owners: Sequence[str], *, progress: Callable[[int, int], None] | None = None
-    ) -> dict[str, Any]:
-        """Embed these owners' memories in one bulk load — after a migration into this store
-        (vectors are not copied: each store makes its own). A store whose vectors come from
-        another model keeps them: re-embedding would switch the model and drop every other
-        owner's. Returns ``{"embedded": n}``, with a ``note`` when nothing could be done."""
-        embedder = self.embedder
-        if embedder is None or not owners:
-            return {"embedded": 0}
-        recorded = self.store.vector_model()
-        if recorded is not None and tuple(recorded) != (embedder.name, embedder.dim):
-            return {
-                "embedded": 0,
-                "note": f"the target's vectors are made by {recorded[0]}; the copied memories"
-                f" were not embedded with {embedder.name}: run `troth reindex` against it",
-            }
-        done = 0
-
-        def advance(count: int, total: int) -> None:
-            if progress is not None:
-                progress(done + count, total)
-
-        with self.bulk_load():
-            for owner in owners:
-                done += self.reindex(owner, progress=advance)[owner]
-        return {"embedded": done}
 
     def handle_checkpoint(
         self,
@@ -163,8 +402,27 @@ class Memory(MemoryWrites, MemoryChanges, MemoryRetention, MemoryIntegrity, Memo
         Sensitive memories join a restore brief only if ``include_sensitive`` (default: the
         caller is the owner). See ``docs/checkpoints.md``.
         """
-        from troth.service.checkpoints import handle_checkpoint
-
-        return handle_checkpoint(
-            self, raw, caller=caller, owner=owner, include_sensitive=include_sensitive
+        return self.parts.checkpoints.handle(
+            raw, caller=caller, owner=owner, include_sensitive=include_sensitive
         )
+
+    def migrate(
+        self,
+        target: str | Store,
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+        vector_progress: Progress | None = None,
+        batch: int = 500,
+    ) -> MigrationReport:
+        """Copy every owner's ledger and projection into another database, verify the copy,
+        then embed it there (``target``: ``postgresql://…``, ``sqlite:///PATH``, a file path
+        or an open store). ``progress(owner, copied, total)``; ``vector_progress(done, total)``.
+        """
+        return self.parts.migration.migrate(
+            target, progress=progress, vector_progress=vector_progress, batch=batch
+        )
+
+    @property
+    def tokens(self) -> Tokens:
+        """Bearer tokens: ``create``, ``records``, ``active``, ``revoke``, ``authenticate``."""
+        return self.parts.tokens

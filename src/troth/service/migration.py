@@ -18,6 +18,8 @@ from typing import Any
 from troth.core import lifecycle
 from troth.core.errors import ConflictError, IntegrityError
 from troth.core.events import Record, verify_records
+from troth.service.vectors import Progress as VectorProgress
+from troth.service.vectors import Vectors
 from troth.storage.base import Store
 
 Progress = Callable[[str, int, int], None]
@@ -116,3 +118,49 @@ def migrate(
         copy_owner(source, target, owner, progress=progress, batch=batch)
         for owner in source.owners()
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """What a migration copied, owner by owner, and how the copies were embedded."""
+
+    owners: tuple[OwnerCopy, ...]
+    vectors: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {"owners": [o.to_dict() for o in self.owners], "vectors": dict(self.vectors)}
+
+
+class Migration:
+    """``Memory.migrate``: this store's ledgers copied into another, verified, then embedded."""
+
+    def __init__(self, store: Store, vectors: Vectors, open_store: Callable[[str], Store]) -> None:
+        self.store = store
+        self.vectors = vectors
+        self.open_store = open_store
+
+    def migrate(
+        self,
+        target: str | Store,
+        *,
+        progress: Progress | None = None,
+        vector_progress: VectorProgress | None = None,
+        batch: int = 500,
+    ) -> MigrationReport:
+        """Copy every owner into ``target`` (a database URL or path, or an open store).
+
+        The copied owners are then embedded on the target with this installation's model,
+        unless the target's vectors come from another (the report's ``vectors`` says so).
+        A target given by URL is opened here and closed when done.
+        """
+        opened = isinstance(target, str)
+        store = self.open_store(target) if isinstance(target, str) else target
+        try:
+            copies = migrate(self.store, store, progress=progress, batch=batch)
+            there = Vectors(store, self.vectors.embedder)
+            embedded = there.embed_copied([c.owner for c in copies], progress=vector_progress)
+        finally:
+            if opened:
+                store.close()
+        return MigrationReport(tuple(copies), embedded)

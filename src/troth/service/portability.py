@@ -38,12 +38,15 @@ from troth.core.errors import (
 )
 from troth.core.events import Event
 from troth.core.records import MemoryRecord, check_principal
-from troth.formats import archive, pcp, personaxis, registry
+from troth.core.versions import VERSION
+from troth.formats import archive, hux, pcp, personaxis, registry
 from troth.formats.registry import Item, Refusal
 from troth.service import validation as check
+from troth.service.admission import Admission, check_admitted_status, refuse_unstored
+from troth.service.base import Parties, steward_channel
 from troth.service.drafts import CreationPlan, Draft
-from troth.service.memory import Memory
-from troth.service.writes import check_admitted_status, refuse_unstored
+from troth.service.integrity import Integrity
+from troth.service.ledger import Ledger
 from troth.storage.base import MemoryFilter
 
 MODES: Final = ("import", "restore")
@@ -55,15 +58,6 @@ BATCH: Final = 500  # memories written per transaction on import and restore
 _DRAFT_FIELDS: Final = frozenset(f.name for f in fields(Draft))
 
 Progress = Callable[[int, int], None]
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("troth")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare source tree
-        return "0"
 
 
 @dataclass(frozen=True)
@@ -112,10 +106,6 @@ class ImportReport:
 # -- export ------------------------------------------------------------------------------------
 
 
-def _owner(memory: Memory, owner: str | None) -> str:
-    return check_principal(owner, "owner") if owner is not None else memory.principal
-
-
 def _stamp(at: datetime | None) -> str:
     return format_ts(at or datetime.now(UTC))
 
@@ -134,184 +124,6 @@ def _omission(memory: MemoryRecord) -> str | None:
     if memory.status not in pcp.EXPORTED_STATUSES or not memory.content:
         return memory.status
     return None
-
-
-def pcp_files(
-    memory: Memory, *, owner: str | None = None, at: datetime | None = None
-) -> tuple[dict[str, bytes], tuple[str, ...], tuple[dict[str, Any], ...]]:
-    """The files of an owner's PCP archive, the ids of the exported memories, the omissions."""
-    whose = _owner(memory, owner)
-    exported_at = _stamp(at)
-    everything = sorted(memory.store.memories(whose, MemoryFilter()), key=lambda m: m.seq)
-    left_out: dict[str, int] = {}
-    pages: dict[str, tuple[MemoryRecord, bytes]] = {}
-    for item in everything:
-        why = _omission(item)
-        if why is not None:
-            left_out[why] = left_out.get(why, 0) + 1
-            continue
-        path = item.path or pcp.default_path(item)
-        if path in pages:
-            path = pcp.default_path(item)
-        page = pcp.memory_to_page(item)
-        pcp.validate_frontmatter(page.frontmatter, where=f"memory/{path}.md")
-        pages[path] = (item, pcp.encode_page(page))
-    audit_lines: list[bytes] = []
-    moments: list[str] = []
-    for path in sorted(pages):
-        item, _ = pages[path]
-        seen = pcp.view(item)
-        for entry in seen.audit:
-            line = {"path": path, "id": seen.id, **entry}
-            audit_lines.append(
-                (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-            )
-            moments.append(entry["at"])
-    omitted = tuple(
-        {
-            "what": f"{count} {status} memor{'y' if count == 1 else 'ies'}",
-            "reason": _OMISSIONS.get(status, ("unsupported", ""))[0],
-            "detail": _OMISSIONS.get(status, ("", status))[1],
-        }
-        for status, count in sorted(left_out.items())
-    )
-    files = archive.build(
-        [(path, data) for path, (_, data) in pages.items()],
-        audit_lines,
-        owner=whose,
-        exported_at=exported_at,
-        version=_version(),
-        sensitive_pages=sum(1 for m, _ in pages.values() if m.sensitivity == "sensitive"),
-        omitted=omitted,
-        audit_range=(min(moments), max(moments)) if moments else None,
-    )
-    ids = tuple(item.id for item, _ in pages.values())
-    return files, ids, omitted
-
-
-def record_export(
-    memory: Memory,
-    result: ExportResult,
-    *,
-    owner: str,
-    memory_ids: Sequence[str],
-    actor: str | None = None,
-) -> None:
-    """Append the ``export`` event for bytes already made: who exported what, and its sha256.
-
-    Each listed memory gets an ``exported`` audit item (no new revision). The event comes after
-    the bytes, so an export never contains its own export event. The actor is ``actor`` or
-    the facade's principal; the adapters refuse a caller without the right before exporting.
-    """
-    digest = hashlib.sha256(result.data).hexdigest()
-    who = actor or memory.principal
-    event = Event(
-        "export",
-        f"export_{digest[:24]}",
-        who,
-        fields={
-            "format": result.format,
-            "sha256": digest,
-            "bytes": len(result.data),
-            "items": result.items,
-        },
-        memories=tuple(memory_ids),
-    )
-    with memory._writing(owner) as tx:
-        memory._commit(
-            tx,
-            event,
-            content=f"[exported {len(memory_ids)} memories as {result.format}]",
-            channel=memory._steward_channel(who, owner),
-        )
-
-
-def _archive(
-    memory: Memory, whose: str, at: datetime | None, container: str
-) -> tuple[ExportResult, tuple[str, ...]]:
-    if container not in ("tar", "zip"):
-        raise InvalidInputError(f"an archive is tar or zip; got {container!r}", field="container")
-    files, ids, omitted = pcp_files(memory, owner=whose, at=at)
-    exported_at = json.loads(files[archive.MANIFEST])["exported_at"]
-    writer = archive.write_zip if container == "zip" else archive.write_tar
-    return ExportResult("pcp", writer(files, exported_at), len(ids), omitted), ids
-
-
-def export_archive(
-    memory: Memory,
-    *,
-    owner: str | None = None,
-    at: datetime | None = None,
-    container: str = "tar",
-) -> ExportResult:
-    """An owner's memories as a PCP archive (``tar`` or ``zip``), reproducible given ``at``.
-
-    The export is audited: once the bytes are made, one ``export`` event is appended.
-    """
-    whose = _owner(memory, owner)
-    result, ids = _archive(memory, whose, at, container)
-    record_export(memory, result, owner=whose, memory_ids=ids)
-    return result
-
-
-def export_audited(memory: Memory, fmt: str, *, owner: str, actor: str) -> ExportResult:
-    """An owner's ledger (personaxis) or memories (HUX) as bytes, for a caller: the export
-    event names ``actor`` and is appended before the bytes are handed over (a served export
-    that cannot be audited is not served)."""
-    result, ids = _flat(memory, fmt, owner)
-    record_export(memory, result, owner=owner, memory_ids=ids, actor=actor)
-    return result
-
-
-def _flat(
-    memory: Memory, fmt: str, whose: str, *, lines: bool = False
-) -> tuple[ExportResult, tuple[str, ...]]:
-    """A personaxis or HUX export (HUX as JSON Lines with ``lines``) and the memory ids it
-    speaks for; an unknown format is refused by ``Memory.export``."""
-    ids = tuple(sorted(memory.store.projection(whose)))
-    data, count = memory.export("hux-jsonl" if lines else fmt, owner=whose)
-    return ExportResult(fmt, data, count), ids
-
-
-def export_to(
-    memory: Memory,
-    fmt: str,
-    output: Path,
-    *,
-    owner: str | None = None,
-    at: datetime | None = None,
-) -> ExportResult:
-    """Export in ``fmt`` to a file; a PCP archive is a zip when the name ends in ``.zip``.
-
-    The bytes are made, written, then the export is audited (:func:`record_export`); should
-    the ledger refuse the event (it does not verify), the file is removed again: no export
-    leaves without its event, and the file never holds its own export event.
-    """
-    whose = _owner(memory, owner)
-    if not output.parent.is_dir():
-        raise NotFoundError(
-            f"{output.parent} is not a folder; create it or write elsewhere", path=str(output)
-        )
-    if fmt == "pcp":
-        container = "zip" if output.suffix == ".zip" else "tar"
-        result, ids = _archive(memory, whose, at, container)
-    elif fmt in ("personaxis", "hux", "hux-jsonl"):
-        lines = fmt == "hux-jsonl" or (fmt == "hux" and output.suffix == ".jsonl")
-        result, ids = _flat(memory, fmt, whose, lines=lines)
-    else:
-        raise InvalidInputError(
-            f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}", field="format"
-        )
-    try:
-        output.write_bytes(result.data)
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {output}: {exc.strerror}", path=str(output)) from exc
-    try:
-        record_export(memory, result, owner=whose, memory_ids=ids)
-    except BaseException:
-        output.unlink(missing_ok=True)
-        raise
-    return result
 
 
 # -- import ------------------------------------------------------------------------------------
@@ -364,21 +176,6 @@ def _bytes(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def _keys(memory: Memory, owner: str) -> set[tuple[str, str]]:
-    """The idempotency keys already in an owner's projection."""
-    return set(_ids(memory, owner))
-
-
-def _ids(memory: Memory, owner: str) -> dict[tuple[str, str], str]:
-    """The memory id of each idempotency key already in an owner's projection."""
-    out = {}
-    for item in memory.store.projection(owner).values():
-        key = item.stamps.get("key")
-        if isinstance(key, list) and len(key) == 2:
-            out[(str(key[0]), str(key[1]))] = item.id
-    return out
-
-
 def _draft(item: Item, *, restore: bool, instant: str) -> Draft:
     values = {k: v for k, v in item.fields.items() if k in _DRAFT_FIELDS}
     unknown = sorted(set(item.fields) - _DRAFT_FIELDS)
@@ -397,37 +194,6 @@ _REFUSALS: Final = (InvalidInputError, PolicyDeniedError, ConflictError, NotFoun
 HIDDEN_NOTE: Final = "hidden in the restored archive"
 
 
-def _plan(
-    memory: Memory,
-    item: Item,
-    *,
-    owner: str,
-    restore: bool,
-    instant: str,
-    supersedes: str | None = None,
-) -> CreationPlan:
-    """Validate one item and let the policy decide it, as ``Memory.admit`` does; no write.
-
-    With ``supersedes`` (the memory id an item's ``supersedes`` key names) it is an edit.
-    """
-    check_admitted_status(item.status)
-    if item.forget is not None:
-        check.note(item.forget, "forget")
-    plan = memory._plan(
-        item.content,
-        owner=owner,
-        actor=item.actor if restore else None,
-        channel=item.channel,
-        on_behalf_of=item.on_behalf_of if restore else None,
-        draft=_draft(item, restore=restore, instant=instant),
-        details={},
-        status=item.status,
-        supersedes=supersedes,
-    )
-    refuse_unstored(plan.decision)
-    return plan
-
-
 @dataclass(frozen=True)
 class _Planned:
     """A planned item, and the memories to forget once it is written: (id, note) pairs."""
@@ -435,34 +201,6 @@ class _Planned:
     item: Item
     plan: CreationPlan
     retire: tuple[tuple[str, str], ...] = ()
-
-
-def _write_batch(memory: Memory, owner: str, planned: Sequence[_Planned]) -> list[str]:
-    """Write planned items in one transaction: each is its entries (its hide, the forgets it
-    makes due) or nothing."""
-    created: list[str] = []
-    # Embedded in one batch before the chain is held, as remember_many does.
-    vectors = memory._plan_vectors([p.plan for p in planned])
-    steward = memory._steward_channel(memory.principal, owner)
-    with memory._writing(owner) as tx:
-        for write in planned:
-            result = memory._write_plan(tx, write.plan, vectors)
-            if write.item.hidden:
-                hide = Event("hide", result.id, memory.principal, texts={"note": HIDDEN_NOTE})
-                memory._commit(tx, hide, content=f"[hidden {result.id}]", channel=steward)
-            for memory_id, note in write.retire:
-                current = memory._load(tx, memory_id)
-                if current.status in ("proposed", "active"):  # not already superseded
-                    memory._append_change(
-                        tx,
-                        current,
-                        "forget",
-                        actor=memory.principal,
-                        texts={"note": note},
-                        channel=steward,
-                    )
-            created.append(result.id)
-    return created
 
 
 def _retire(
@@ -491,194 +229,456 @@ def _retire(
     return tuple(out)
 
 
-def write_items(
-    memory: Memory,
-    items: Sequence[Item],
-    *,
-    owner: str,
-    restore: bool,
-    report: ImportReport,
-    at: datetime | None = None,
-    progress: Progress | None = None,
-    batch: int = BATCH,
-    known: set[tuple[str, str]] | None = None,
-) -> ImportReport:
-    """Write decoded items ``batch`` at a time: skip known keys, report refusals, keep the rest.
+class Portability:
+    """Export and import over the facade's collaborators: every write takes the ledger's path."""
 
-    Every item of a batch is validated and decided by the policy first (as ``Memory.admit``
-    does); the ones refused are reported and the rest are written in one transaction, each
-    as its own entries (a hidden page's ``hide`` with it). Should the store refuse a batch
-    anyway, it is rolled back whole and written again item by item, so a refusal is still
-    reported for its item alone and nothing is ever half-written.
-    """
-    if batch < 1:
-        raise InvalidInputError("batch must be at least 1", field="batch")
-    memory._may_admit(owner)
-    instant = _stamp(at)
-    if known is None:
-        known = _keys(memory, owner)
-    # Version chains (Item.supersedes): memory ids by key, of the ledger and of this run.
-    chains = any(i.supersedes for i in items)
-    ids = _ids(memory, owner) if chains else {}
-    successors = {i.supersedes: i.key for i in items if i.supersedes}
-    fresh: set[str] = set()
-    done = 0
-    for start in range(0, len(items), batch):
-        planned: list[_Planned] = []
-        for item in items[start : start + batch]:
-            if item.key in known:
-                report.unchanged += 1
-                continue
-            prior = ids.get(item.supersedes) if item.supersedes else None
-            try:
-                plan = _plan(
-                    memory, item, owner=owner, restore=restore, instant=instant, supersedes=prior
-                )
-            except _REFUSALS as exc:
-                report.refused.append(Refusal(item.where, exc.message))
-            else:
-                new_id = plan.event.memory
-                after = successors.get(item.key)
-                later = ids.get(after) if after in known else None
-                retire = _retire(item, new_id, prior, fresh=fresh, successor_known=later)
-                planned.append(_Planned(item, plan, retire))
-                known.add(item.key)  # a repeated key within one input is written once
-                if chains:
-                    ids[item.key] = new_id
-                    fresh.add(new_id)
-        try:
-            report.created.extend(_write_batch(memory, owner, planned))
-        except _REFUSALS:
-            for write in planned:
-                try:
-                    report.created.extend(_write_batch(memory, owner, [write]))
-                except _REFUSALS as exc:
-                    report.refused.append(Refusal(write.item.where, exc.message))
-                    known.discard(write.item.key)
-        done = min(start + batch, len(items))
-        if progress is not None:
-            progress(done, len(items))
-    return report
+    def __init__(
+        self, parties: Parties, admission: Admission, ledger: Ledger, integrity: Integrity
+    ) -> None:
+        self.parties = parties
+        self.store = parties.store
+        self.admission = admission
+        self.ledger = ledger
+        self.integrity = integrity
 
+    def _owner(self, owner: str | None) -> str:
+        return check_principal(owner, "owner") if owner is not None else self.parties.principal
 
-def import_bytes(
-    memory: Memory,
-    data: bytes,
-    *,
-    name: str,
-    fmt: str | None = None,
-    mode: str = "import",
-    owner: str | None = None,
-    reanchor: bool = False,
-    at: datetime | None = None,
-    progress: Progress | None = None,
-) -> ImportReport:
-    """Import (or restore) one file's bytes into an owner's ledger."""
-    return import_files(
-        memory,
-        [(name, data)],
-        fmt=fmt,
-        mode=mode,
-        owner=owner,
-        reanchor=reanchor,
-        at=at,
-        progress=progress,
-    )
-
-
-def import_files(
-    memory: Memory,
-    sources: Sequence[tuple[str, bytes]],
-    *,
-    fmt: str | None = None,
-    mode: str = "import",
-    owner: str | None = None,
-    reanchor: bool = False,
-    at: datetime | None = None,
-    progress: Progress | None = None,
-) -> ImportReport:
-    """Decode and check every source first (all or nothing), then write item by item."""
-    if mode not in MODES:
-        raise InvalidInputError(f"mode is import or restore; got {mode!r}", field="mode")
-    whose = _owner(memory, owner)
-    restore = mode == "restore"
-    memory._may_admit(whose)
-    known = _keys(memory, whose)
-    items: list[Item] = []
-    refused: list[Refusal] = []
-    names: list[str] = []
-    for name, data in sources:
-        codec = registry.get(fmt) if fmt else registry.detect(data, name)
-        names.append(codec.name)
-        if restore and codec.name not in RESTORABLE:
-            raise InvalidInputError(
-                f"{name}: restore brings back troth's own exports (PCP or personaxis);"
-                f" {codec.name} comes in with --mode import",
-                field="mode",
-            )
-        if restore and codec.name == "personaxis":
-            return _restore_chain(memory, data, name=name, owner=whose, reanchor=reanchor)
-        if codec.decoder is None:  # pragma: no cover - every registered codec decodes
-            raise InvalidInputError(f"{codec.name} cannot be imported")
-        found, skipped = codec.decoder(
-            data, name=name, restore=restore, reanchor=reanchor, known=known
-        )
-        items.extend(found)
-        refused.extend(skipped)
-    for used in dict.fromkeys(names):  # references across files (basic-memory's links)
-        items = registry.get(used).link(items)
-    label = names[0] if len(set(names)) == 1 else "mixed"
-    report = ImportReport(label, mode, whose, refused=refused)
-    return write_items(
-        memory,
-        items,
-        owner=whose,
-        restore=restore,
-        report=report,
-        at=at,
-        progress=progress,
-        known=known,
-    )
-
-
-def _restore_chain(
-    memory: Memory, data: bytes, *, name: str, owner: str, reanchor: bool
-) -> ImportReport:
-    """A personaxis log restored verbatim into an empty ledger (``Memory.restore_chain``)."""
-    entries = personaxis.verified(data, name=name, anchor=reanchor)
-    restore_chain = getattr(memory, "restore_chain", None)
-    if restore_chain is None:
+    def flat_bytes(self, fmt: str, *, owner: str | None = None) -> tuple[bytes, int]:
+        """An owner's ledger as personaxis JSONL, or its memories as HUX records; not audited
+        (:meth:`export` is the verb that audits it)."""
+        whose = self.parties.owner(owner, self.parties.principal)
+        if fmt == "personaxis":
+            entries = [r.entry for r in self.store.records(whose)]
+            return personaxis.encode(entries), len(entries)
+        if fmt in ("hux", "hux-jsonl"):
+            items = self.store.memories(whose, MemoryFilter())
+            return hux.encode(reversed(items), lines=fmt == "hux-jsonl"), len(items)
         raise InvalidInputError(
-            "this build cannot restore a chain verbatim; use --mode import", field="mode"
+            f"unknown export format {fmt!r}; use personaxis or hux", field="format"
         )
-    report = ImportReport("personaxis", "restore", owner)
-    if entries and memory.store.tip(owner).head == entries[-1].hash:
-        report.unchanged = len(entries)
+
+    def export(
+        self, fmt: str, *, owner: str | None = None, actor: str | None = None
+    ) -> ExportResult:
+        """An owner's ledger (personaxis) or memories (HUX, ``hux-jsonl`` as JSON Lines) as
+        bytes, audited: the ``export`` event naming ``actor`` (default: the facade's
+        principal) is appended before the bytes are handed over."""
+        whose = self.parties.owner(owner, self.parties.principal)
+        result, ids = self._flat(fmt, whose)
+        self.record_export(result, owner=whose, memory_ids=ids, actor=actor)
+        return result
+
+    def pcp_files(
+        self, *, owner: str | None = None, at: datetime | None = None
+    ) -> tuple[dict[str, bytes], tuple[str, ...], tuple[dict[str, Any], ...]]:
+        """The files of an owner's PCP archive, the ids of the exported memories, the omissions."""
+        whose = self._owner(owner)
+        exported_at = _stamp(at)
+        everything = sorted(self.store.memories(whose, MemoryFilter()), key=lambda m: m.seq)
+        left_out: dict[str, int] = {}
+        pages: dict[str, tuple[MemoryRecord, bytes]] = {}
+        for item in everything:
+            why = _omission(item)
+            if why is not None:
+                left_out[why] = left_out.get(why, 0) + 1
+                continue
+            path = item.path or pcp.default_path(item)
+            if path in pages:
+                path = pcp.default_path(item)
+            page = pcp.memory_to_page(item)
+            pcp.validate_frontmatter(page.frontmatter, where=f"memory/{path}.md")
+            pages[path] = (item, pcp.encode_page(page))
+        audit_lines: list[bytes] = []
+        moments: list[str] = []
+        for path in sorted(pages):
+            item, _ = pages[path]
+            seen = pcp.view(item)
+            for entry in seen.audit:
+                line = {"path": path, "id": seen.id, **entry}
+                audit_lines.append(
+                    (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+                )
+                moments.append(entry["at"])
+        omitted = tuple(
+            {
+                "what": f"{count} {status} memor{'y' if count == 1 else 'ies'}",
+                "reason": _OMISSIONS.get(status, ("unsupported", ""))[0],
+                "detail": _OMISSIONS.get(status, ("", status))[1],
+            }
+            for status, count in sorted(left_out.items())
+        )
+        files = archive.build(
+            [(path, data) for path, (_, data) in pages.items()],
+            audit_lines,
+            owner=whose,
+            exported_at=exported_at,
+            version=VERSION,
+            sensitive_pages=sum(1 for m, _ in pages.values() if m.sensitivity == "sensitive"),
+            omitted=omitted,
+            audit_range=(min(moments), max(moments)) if moments else None,
+        )
+        ids = tuple(item.id for item, _ in pages.values())
+        return files, ids, omitted
+
+    def record_export(
+        self,
+        result: ExportResult,
+        *,
+        owner: str,
+        memory_ids: Sequence[str],
+        actor: str | None = None,
+    ) -> None:
+        """Append the ``export`` event for bytes already made: who exported what, and its sha256.
+
+        Each listed memory gets an ``exported`` audit item (no new revision). The event comes after
+        the bytes, so an export never contains its own export event. The actor is ``actor`` or
+        the facade's principal; the adapters refuse a caller without the right before exporting.
+        """
+        digest = hashlib.sha256(result.data).hexdigest()
+        who = actor or self.parties.principal
+        event = Event(
+            "export",
+            f"export_{digest[:24]}",
+            who,
+            fields={
+                "format": result.format,
+                "sha256": digest,
+                "bytes": len(result.data),
+                "items": result.items,
+            },
+            memories=tuple(memory_ids),
+        )
+        with self.ledger.writing(owner) as tx:
+            self.ledger.commit(
+                tx,
+                event,
+                content=f"[exported {len(memory_ids)} memories as {result.format}]",
+                channel=steward_channel(who, owner),
+            )
+
+    def _archive(
+        self, whose: str, at: datetime | None, container: str
+    ) -> tuple[ExportResult, tuple[str, ...]]:
+        if container not in ("tar", "zip"):
+            raise InvalidInputError(
+                f"an archive is tar or zip; got {container!r}", field="container"
+            )
+        files, ids, omitted = self.pcp_files(owner=whose, at=at)
+        exported_at = json.loads(files[archive.MANIFEST])["exported_at"]
+        writer = archive.write_zip if container == "zip" else archive.write_tar
+        return ExportResult("pcp", writer(files, exported_at), len(ids), omitted), ids
+
+    def export_archive(
+        self,
+        *,
+        owner: str | None = None,
+        at: datetime | None = None,
+        container: str = "tar",
+    ) -> ExportResult:
+        """An owner's memories as a PCP archive (``tar`` or ``zip``), reproducible given ``at``.
+
+        The export is audited: once the bytes are made, one ``export`` event is appended.
+        """
+        whose = self._owner(owner)
+        result, ids = self._archive(whose, at, container)
+        self.record_export(result, owner=whose, memory_ids=ids)
+        return result
+
+    def _flat(
+        self, fmt: str, whose: str, *, lines: bool = False
+    ) -> tuple[ExportResult, tuple[str, ...]]:
+        """A personaxis or HUX export (HUX as JSON Lines with ``lines``) and the memory ids it
+        speaks for; an unknown format is refused by ``Memory.export``."""
+        ids = tuple(sorted(self.store.projection(whose)))
+        data, count = self.flat_bytes("hux-jsonl" if lines else fmt, owner=whose)
+        return ExportResult(fmt, data, count), ids
+
+    def export_to(
+        self,
+        fmt: str,
+        output: Path,
+        *,
+        owner: str | None = None,
+        at: datetime | None = None,
+    ) -> ExportResult:
+        """Export in ``fmt`` to a file; a PCP archive is a zip when the name ends in ``.zip``.
+
+        The bytes are made, written, then the export is audited (:func:`record_export`); should
+        the ledger refuse the event (it does not verify), the file is removed again: no export
+        leaves without its event, and the file never holds its own export event.
+        """
+        whose = self._owner(owner)
+        if not output.parent.is_dir():
+            raise NotFoundError(
+                f"{output.parent} is not a folder; create it or write elsewhere", path=str(output)
+            )
+        if fmt == "pcp":
+            container = "zip" if output.suffix == ".zip" else "tar"
+            result, ids = self._archive(whose, at, container)
+        elif fmt in ("personaxis", "hux", "hux-jsonl"):
+            lines = fmt == "hux-jsonl" or (fmt == "hux" and output.suffix == ".jsonl")
+            result, ids = self._flat(fmt, whose, lines=lines)
+        else:
+            raise InvalidInputError(
+                f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}", field="format"
+            )
+        try:
+            output.write_bytes(result.data)
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot write {output}: {exc.strerror}", path=str(output)
+            ) from exc
+        try:
+            self.record_export(result, owner=whose, memory_ids=ids)
+        except BaseException:
+            output.unlink(missing_ok=True)
+            raise
+        return result
+
+    def _keys(self, owner: str) -> set[tuple[str, str]]:
+        """The idempotency keys already in an owner's projection."""
+        return set(self._ids(owner))
+
+    def _ids(self, owner: str) -> dict[tuple[str, str], str]:
+        """The memory id of each idempotency key already in an owner's projection."""
+        out = {}
+        for item in self.store.projection(owner).values():
+            key = item.stamps.get("key")
+            if isinstance(key, list) and len(key) == 2:
+                out[(str(key[0]), str(key[1]))] = item.id
+        return out
+
+    def _plan(
+        self,
+        item: Item,
+        *,
+        owner: str,
+        restore: bool,
+        instant: str,
+        supersedes: str | None = None,
+    ) -> CreationPlan:
+        """Validate one item and let the policy decide it, as ``Memory.admit`` does; no write.
+
+        With ``supersedes`` (the memory id an item's ``supersedes`` key names) it is an edit.
+        """
+        check_admitted_status(item.status)
+        if item.forget is not None:
+            check.note(item.forget, "forget")
+        plan = self.admission.plan(
+            item.content,
+            owner=owner,
+            actor=item.actor if restore else None,
+            channel=item.channel,
+            on_behalf_of=item.on_behalf_of if restore else None,
+            draft=_draft(item, restore=restore, instant=instant),
+            details={},
+            status=item.status,
+            supersedes=supersedes,
+        )
+        refuse_unstored(plan.decision)
+        return plan
+
+    def _write_batch(self, owner: str, planned: Sequence[_Planned]) -> list[str]:
+        """Write planned items in one transaction: each is its entries (its hide, the forgets
+        it makes due) or nothing."""
+        created: list[str] = []
+        # Embedded in one batch before the chain is held, as remember_many does.
+        vectors = self.admission.plan_vectors([p.plan for p in planned])
+        principal = self.parties.principal
+        steward = steward_channel(principal, owner)
+        with self.ledger.writing(owner) as tx:
+            for write in planned:
+                result = self.ledger.write_plan(tx, write.plan, vectors)
+                if write.item.hidden:
+                    hide = Event("hide", result.id, principal, texts={"note": HIDDEN_NOTE})
+                    self.ledger.commit(tx, hide, content=f"[hidden {result.id}]", channel=steward)
+                for memory_id, note in write.retire:
+                    current = self.parties.load(tx, memory_id)
+                    if current.status in ("proposed", "active"):  # not already superseded
+                        self.ledger.append_change(
+                            tx,
+                            current,
+                            "forget",
+                            actor=principal,
+                            texts={"note": note},
+                            channel=steward,
+                        )
+                created.append(result.id)
+        return created
+
+    def write_items(
+        self,
+        items: Sequence[Item],
+        *,
+        owner: str,
+        restore: bool,
+        report: ImportReport,
+        at: datetime | None = None,
+        progress: Progress | None = None,
+        batch: int = BATCH,
+        known: set[tuple[str, str]] | None = None,
+    ) -> ImportReport:
+        """Write decoded items ``batch`` at a time: skip known keys, report refusals, keep the rest.
+
+        Every item of a batch is validated and decided by the policy first (as ``Memory.admit``
+        does); the ones refused are reported and the rest are written in one transaction, each
+        as its own entries (a hidden page's ``hide`` with it). Should the store refuse a batch
+        anyway, it is rolled back whole and written again item by item, so a refusal is still
+        reported for its item alone and nothing is ever half-written.
+        """
+        if batch < 1:
+            raise InvalidInputError("batch must be at least 1", field="batch")
+        self.admission.may_admit(owner)
+        instant = _stamp(at)
+        if known is None:
+            known = self._keys(owner)
+        # Version chains (Item.supersedes): memory ids by key, of the ledger and of this run.
+        chains = any(i.supersedes for i in items)
+        ids = self._ids(owner) if chains else {}
+        successors = {i.supersedes: i.key for i in items if i.supersedes}
+        fresh: set[str] = set()
+        done = 0
+        for start in range(0, len(items), batch):
+            planned: list[_Planned] = []
+            for item in items[start : start + batch]:
+                if item.key in known:
+                    report.unchanged += 1
+                    continue
+                prior = ids.get(item.supersedes) if item.supersedes else None
+                try:
+                    plan = self._plan(
+                        item, owner=owner, restore=restore, instant=instant, supersedes=prior
+                    )
+                except _REFUSALS as exc:
+                    report.refused.append(Refusal(item.where, exc.message))
+                else:
+                    new_id = plan.event.memory
+                    after = successors.get(item.key)
+                    later = ids.get(after) if after in known else None
+                    retire = _retire(item, new_id, prior, fresh=fresh, successor_known=later)
+                    planned.append(_Planned(item, plan, retire))
+                    known.add(item.key)  # a repeated key within one input is written once
+                    if chains:
+                        ids[item.key] = new_id
+                        fresh.add(new_id)
+            try:
+                report.created.extend(self._write_batch(owner, planned))
+            except _REFUSALS:
+                for write in planned:
+                    try:
+                        report.created.extend(self._write_batch(owner, [write]))
+                    except _REFUSALS as exc:
+                        report.refused.append(Refusal(write.item.where, exc.message))
+                        known.discard(write.item.key)
+            done = min(start + batch, len(items))
+            if progress is not None:
+                progress(done, len(items))
         return report
-    restore_chain(owner, entries)
-    report.created = [e.hash for e in entries]
-    return report
 
+    def import_bytes(
+        self,
+        data: bytes,
+        *,
+        name: str,
+        fmt: str | None = None,
+        mode: str = "import",
+        owner: str | None = None,
+        reanchor: bool = False,
+        at: datetime | None = None,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Import (or restore) one file's bytes into an owner's ledger."""
+        return self.import_files(
+            [(name, data)],
+            fmt=fmt,
+            mode=mode,
+            owner=owner,
+            reanchor=reanchor,
+            at=at,
+            progress=progress,
+        )
 
-def import_path(
-    memory: Memory,
-    path: Path,
-    *,
-    fmt: str | None = None,
-    mode: str = "import",
-    owner: str | None = None,
-    reanchor: bool = False,
-    at: datetime | None = None,
-    progress: Progress | None = None,
-) -> ImportReport:
-    """Import a file, an archive, or a directory of markdown notes."""
-    return import_files(
-        memory,
-        _read(path),
-        fmt=fmt,
-        mode=mode,
-        owner=owner,
-        reanchor=reanchor,
-        at=at,
-        progress=progress,
-    )
+    def import_files(
+        self,
+        sources: Sequence[tuple[str, bytes]],
+        *,
+        fmt: str | None = None,
+        mode: str = "import",
+        owner: str | None = None,
+        reanchor: bool = False,
+        at: datetime | None = None,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Decode and check every source first (all or nothing), then write item by item."""
+        if mode not in MODES:
+            raise InvalidInputError(f"mode is import or restore; got {mode!r}", field="mode")
+        whose = self._owner(owner)
+        restore = mode == "restore"
+        self.admission.may_admit(whose)
+        known = self._keys(whose)
+        items: list[Item] = []
+        refused: list[Refusal] = []
+        names: list[str] = []
+        for name, data in sources:
+            codec = registry.get(fmt) if fmt else registry.detect(data, name)
+            names.append(codec.name)
+            if restore and codec.name not in RESTORABLE:
+                raise InvalidInputError(
+                    f"{name}: restore brings back troth's own exports (PCP or personaxis);"
+                    f" {codec.name} comes in with --mode import",
+                    field="mode",
+                )
+            if restore and codec.name == "personaxis":
+                return self._restore_chain(data, name=name, owner=whose, reanchor=reanchor)
+            found, skipped = codec.decode(
+                data, name=name, restore=restore, reanchor=reanchor, known=known
+            )
+            items.extend(found)
+            refused.extend(skipped)
+        for used in dict.fromkeys(names):  # references across files (basic-memory's links)
+            items = registry.get(used).link(items)
+        label = names[0] if len(set(names)) == 1 else "mixed"
+        report = ImportReport(label, mode, whose, refused=refused)
+        return self.write_items(
+            items,
+            owner=whose,
+            restore=restore,
+            report=report,
+            at=at,
+            progress=progress,
+            known=known,
+        )
+
+    def _restore_chain(self, data: bytes, *, name: str, owner: str, reanchor: bool) -> ImportReport:
+        """A personaxis log restored verbatim into an empty ledger (``Memory.restore_chain``)."""
+        entries = personaxis.verified(data, name=name, anchor=reanchor)
+        report = ImportReport("personaxis", "restore", owner)
+        if entries and self.store.tip(owner).head == entries[-1].hash:
+            report.unchanged = len(entries)
+            return report
+        self.integrity.restore_chain(owner, entries, actor=None)
+        report.created = [e.hash for e in entries]
+        return report
+
+    def import_path(
+        self,
+        path: Path,
+        *,
+        fmt: str | None = None,
+        mode: str = "import",
+        owner: str | None = None,
+        reanchor: bool = False,
+        at: datetime | None = None,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Import a file, an archive, or a directory of markdown notes."""
+        return self.import_files(
+            _read(path),
+            fmt=fmt,
+            mode=mode,
+            owner=owner,
+            reanchor=reanchor,
+            at=at,
+            progress=progress,
+        )

@@ -6,14 +6,20 @@ from datetime import datetime, timedelta
 
 from troth.core.chain import format_ts
 from troth.core.records import SYSTEM_PRINCIPAL, MemoryRecord
-from troth.service.base import MemoryBase, parse_time
+from troth.service.base import Clock, Parties, parse_time
+from troth.service.ledger import Ledger
 from troth.storage.base import MemoryFilter
 
 _LIVE = ("proposed", "active")
 
 
-class MemoryRetention(MemoryBase):
+class Retention:
     """The retention sweep."""
+
+    def __init__(self, parties: Parties, ledger: Ledger, clock: Clock) -> None:
+        self.parties = parties
+        self.ledger = ledger
+        self.clock = clock
 
     def sweep(self, *, now: datetime | None = None, owner: str | None = None) -> list[MemoryRecord]:
         """Expire what retention says is over (ttl, PCP expires) and erase its text.
@@ -21,18 +27,18 @@ class MemoryRetention(MemoryBase):
         Sweeps every owner, or only ``owner``. Each due memory gets an ``expire`` event and
         then a ``redact`` event by ``service:troth``: expired text is erased at once.
         """
-        moment = now or self._clock()
+        moment = now or self.clock()
         format_ts(moment)  # refuses a naive time before it meets the stored UTC ones
         expired: list[MemoryRecord] = []
-        for whose in self._owners(owner):
-            for memory in self.store.memories(whose, MemoryFilter(statuses=_LIVE)):
+        for whose in self.parties.owners(owner):
+            for memory in self.parties.store.memories(whose, MemoryFilter(statuses=_LIVE)):
                 if not is_due(memory, moment):
                     continue
-                with self._writing(whose) as tx:
-                    current = self._load(tx, memory.id)
+                with self.ledger.writing(whose) as tx:
+                    current = self.parties.load(tx, memory.id)
                     if current.status not in _LIVE:
                         continue
-                    self._append_change(
+                    self.ledger.append_change(
                         tx,
                         current,
                         "expire",
@@ -40,7 +46,7 @@ class MemoryRetention(MemoryBase):
                         texts={"note": "retention"},
                         channel="internal",
                     )
-                    changed = self._append_change(
+                    changed = self.ledger.append_change(
                         tx,
                         current,
                         "redact",

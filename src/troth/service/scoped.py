@@ -12,19 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from troth.core.access import EXPORT, READ, WRITE, Grant
 from troth.core.errors import NotFoundError
+from troth.core.limits import (
+    MAX_AUDIT_LIMIT,
+    MAX_AUDIT_START,
+    MAX_BRIEF_CHARS,
+    MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
+    MAX_SEARCH_LIMIT,
+    MIN_BRIEF_CHARS,
+)
 from troth.core.records import KINDS, STATUSES, MemoryRecord
 from troth.service import validation as check
+from troth.service.changes import FORGET_REASON
+from troth.service.drafts import WriteFields
 from troth.service.memory import Memory, OwnerReport, WriteResult
 from troth.service.recall import Query, RecallHit
 from troth.storage.base import MemoryFilter
 
 T = TypeVar("T")
-MAX_LIST = 200
-MAX_BRIEF_CHARS = 20000
 
 
 def not_found(memory_id: str) -> NotFoundError:
@@ -97,8 +106,8 @@ class ScopedMemory:
             check.choice(status, STATUSES, "status")
         for kind in kinds or ():
             check.choice(kind, KINDS, "kind")
-        check.whole_number(limit, 1, MAX_LIST, "limit")
-        check.whole_number(offset, 0, 1_000_000, "offset")
+        check.whole_number(limit, 1, MAX_LIST_LIMIT, "limit")
+        check.whole_number(offset, 0, MAX_LIST_OFFSET, "offset")
         flt = MemoryFilter(
             statuses=statuses or None,
             kinds=kinds or None,
@@ -129,7 +138,7 @@ class ScopedMemory:
         self.grant.require(READ, "search memories")
         for kind in kinds or ():
             check.choice(kind, KINDS, "kind")
-        check.whole_number(limit, 1, 100, "limit")
+        check.whole_number(limit, 1, MAX_SEARCH_LIMIT, "limit")
         query = Query(
             text=text,
             owner=self.owner,
@@ -145,8 +154,8 @@ class ScopedMemory:
     def proposals(self, *, limit: int = 50, offset: int = 0) -> tuple[list[MemoryRecord], int]:
         """What this caller proposed that still waits for the person, newest first."""
         self.grant.require(READ, "list proposed memories")
-        check.whole_number(limit, 1, MAX_LIST, "limit")
-        check.whole_number(offset, 0, 1_000_000, "offset")
+        check.whole_number(limit, 1, MAX_LIST_LIMIT, "limit")
+        check.whole_number(offset, 0, MAX_LIST_OFFSET, "offset")
         pending = self._memory.memories(
             self.owner,
             MemoryFilter(statuses=("proposed",), include_sensitive=self.grant.sees_sensitive),
@@ -157,7 +166,7 @@ class ScopedMemory:
     def brief(self, task: str, *, budget_chars: int = 2000) -> Brief:
         """The most relevant active memories for a task, as lines, within ``budget_chars``."""
         self.grant.require(READ, "read a context brief")
-        check.whole_number(budget_chars, 100, MAX_BRIEF_CHARS, "budget_chars")
+        check.whole_number(budget_chars, MIN_BRIEF_CHARS, MAX_BRIEF_CHARS, "budget_chars")
         hits = [h.memory for h in self.search(task, limit=50)]
         seen = {m.id for m in hits}
         recent = self._memory.memories(
@@ -185,8 +194,8 @@ class ScopedMemory:
         self.grant.require(READ, "read the audit trail")
         if memory_id is not None:
             return [item.to_json() for item in self._visible(memory_id).audit]
-        check.whole_number(start, 0, 10**9, "start")
-        check.whole_number(limit, 1, 1000, "limit")
+        check.whole_number(start, 0, MAX_AUDIT_START, "start")
+        check.whole_number(limit, 1, MAX_AUDIT_LIMIT, "limit")
         out: list[dict[str, Any]] = []
         for record in self._memory.log(self.owner, start=start):
             event = record.decode()
@@ -214,11 +223,8 @@ class ScopedMemory:
     def export(self, fmt: str) -> tuple[bytes, int]:
         """The owner's ledger (personaxis) or memories (hux); the export is audited in the
         ledger (an ``export`` event naming the caller) before the bytes are returned."""
-        from troth.service.portability import export_audited
-
         self.grant.require(EXPORT, "export the ledger")
-        result = export_audited(self._memory, fmt, owner=self.owner, actor=self.grant.principal)
-        return result.data, result.items
+        return self._memory.export(fmt, owner=self.owner, actor=self.grant.principal)
 
     # -- writes -----------------------------------------------------------------------
 
@@ -232,7 +238,9 @@ class ScopedMemory:
             include_sensitive=self.grant.sees_sensitive,
         )
 
-    def write(self, text: str, *, channel: str | None = None, **details: Any) -> WriteResult:
+    def write(
+        self, text: str, *, channel: str | None = None, **details: Unpack[WriteFields]
+    ) -> WriteResult:
         """Remember ``text`` in the owner's ledger through the caller's own channel."""
         self.grant.require(WRITE, "write memories")
         return self._memory.remember(
@@ -260,7 +268,6 @@ class ScopedMemory:
         """
         self.grant.require(WRITE, "propose a corrected memory")
         self._visible(memory_id)
-        details = {} if reason is None else {"reason": reason}
         return self._guard(
             memory_id,
             lambda: self._memory.edit(
@@ -270,7 +277,7 @@ class ScopedMemory:
                 owner=self.owner,
                 channel=self.grant.channel(channel),
                 on_behalf_of=self.grant.on_behalf_of,
-                **details,
+                reason=reason,
             ),
         )
 
@@ -284,7 +291,7 @@ class ScopedMemory:
                 memory_id,
                 actor=self.grant.principal,
                 owner=self.owner,
-                reason=reason or f"forgotten at the request of {self.grant.principal}",
+                reason=reason or FORGET_REASON,
             ),
         )
 
@@ -314,7 +321,7 @@ class ScopedMemory:
         """A person supersedes a memory (a proposal: edit then approve) with new text."""
         self.grant.require_review("edit a memory")
         self._visible(memory_id)
-        details = {} if reason is None else {"reason": reason}
+        details: WriteFields = {} if reason is None else {"reason": reason}
         return self._guard(
             memory_id,
             lambda: self._memory.edit(

@@ -9,16 +9,19 @@ from typing import Any
 from troth.core.chain import check_text
 from troth.core.errors import InvalidInputError
 from troth.core.events import canonical
+from troth.core.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_NOTE_CHARS,
+    MAX_REASON_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TITLE_CHARS,
+)
 from troth.core.records import (
     CORE_RELATIONS,
     DATE_OR_DATETIME_PATTERN,
     ID_PATTERN,
     LIFECYCLES,
-    MAX_CONTENT_CHARS,
-    MAX_REASON_CHARS,
-    MAX_TAG_CHARS,
-    MAX_TAGS,
-    MAX_TITLE_CHARS,
     PAGE_TYPES,
     PARTITION_PATTERN,
     PATH_PATTERN,
@@ -69,7 +72,7 @@ def title(value: object) -> str:
 
 def note(value: object, field: str = "reason") -> str:
     """A short audit note (HUX caps notes at 200 characters)."""
-    return text(value, field, max_chars=200)
+    return text(value, field, max_chars=MAX_NOTE_CHARS)
 
 
 def tags(values: object) -> tuple[str, ...]:

@@ -1,56 +1,38 @@
 """Creating memories: remember, remember_many, admit and edit, each decided by the policy.
 
-A creation is planned first — validated, decided by the policy, embedded — and only then
-written inside the owner's transaction, so a batch either lands whole or not at all and no
-model runs while the chain is held.
+A creation is planned first — validated, decided by the policy, embedded (``Admission``)
+— and only then written inside the owner's transaction (``Ledger``), so a batch either
+lands whole or not at all and no model runs while the chain is held.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
-from troth.core import lifecycle
+from troth.core.access import default_channel
 from troth.core.chain import INJECTION_TAG
-from troth.core.errors import InvalidInputError, PolicyDeniedError
-from troth.core.events import Event
+from troth.core.errors import InvalidInputError
 from troth.core.policy import Decision
-from troth.core.records import (
-    MAX_REASON_CHARS,
-    SENSITIVITIES,
-    check_principal,
-    principal_kind,
-)
-from troth.service import validation as check
-from troth.service.base import MemoryBase
-from troth.service.drafts import CreationPlan, Draft, WriteResult, draft_fields
-from troth.storage.base import Transaction
-
-_FIRST_STATUS = {"automatic": "active", "ask": "proposed", "no_store": "no_store"}
-ADMITTED_STATUSES = ("proposed", "active", "rejected")
+from troth.core.records import check_principal
+from troth.service.admission import Admission, check_admitted_status, refuse_unstored
+from troth.service.base import Parties, steward_channel
+from troth.service.drafts import CreationPlan, Draft, WriteResult
+from troth.service.ledger import Ledger
+from troth.service.vectors import Vectors
 
 
-def check_admitted_status(status: str | None) -> None:
-    """A restored or imported memory keeps a reviewed state, or lets the policy choose."""
-    if status is not None and status not in ADMITTED_STATUSES:
-        raise InvalidInputError(
-            f"an admitted memory is proposed, active or rejected; got {status!r}",
-            field="status",
-        )
-
-
-def refuse_unstored(decision: Decision) -> None:
-    """What is carried in from elsewhere is refused, not recorded, when the policy won't keep it."""
-    if decision.mode == "no_store":
-        raise PolicyDeniedError(
-            f"the policy does not store this: {decision.why}", reason=decision.why
-        )
-
-
-class MemoryWrites(MemoryBase):
+class Writes:
     """The use cases that create memories."""
+
+    def __init__(
+        self, parties: Parties, admission: Admission, ledger: Ledger, vectors: Vectors
+    ) -> None:
+        self.parties = parties
+        self.admission = admission
+        self.ledger = ledger
+        self.vectors = vectors
 
     def decide(
         self,
@@ -62,47 +44,47 @@ class MemoryWrites(MemoryBase):
         owner: str | None = None,
     ) -> Decision:
         """What the policy would decide for a write, without writing."""
-        who = self._actor(actor)
-        return self.policy.decide(
-            content=check.content(text),
-            topic=topic,
-            channel=channel,
-            actor=who,
-            owner=self._owner(owner, who),
-        )
+        return self.admission.decide(text, topic=topic, channel=channel, actor=actor, owner=owner)
 
     def remember(
         self,
         text: str,
         *,
-        owner: str | None = None,
-        actor: str | None = None,
-        channel: str = "user",
-        on_behalf_of: str | None = None,
-        draft: Draft | None = None,
-        **details: Any,
+        owner: str | None,
+        actor: str | None,
+        channel: str | None,
+        on_behalf_of: str | None,
+        draft: Draft | None,
+        details: Mapping[str, Any],
     ) -> WriteResult:
         """Write a memory; the policy decides whether it is kept, proposed or not stored."""
-        return self._create(
+        if channel is None:
+            channel = self.default_channel(self.parties.actor(actor), owner)
+        plan = self.admission.plan(
             text,
             owner=owner,
-            actor=actor,
+            actor=actor,  # checked once, in plan
             channel=channel,
             on_behalf_of=on_behalf_of,
             draft=draft,
             details=details,
         )
+        return self.write_planned(plan)
+
+    def default_channel(self, actor: str, owner: str | None) -> str:
+        """The channel of a write that names none (``core.access.default_channel``)."""
+        return default_channel(actor, self.parties.owner(owner, actor))
 
     def remember_many(
         self,
         items: Iterable[str | Mapping[str, Any]],
         *,
-        owner: str | None = None,
-        actor: str | None = None,
-        channel: str = "user",
-        on_behalf_of: str | None = None,
-        draft: Draft | None = None,
-        **details: Any,
+        owner: str | None,
+        actor: str | None,
+        channel: str | None,
+        on_behalf_of: str | None,
+        draft: Draft | None,
+        details: Mapping[str, Any],
     ) -> list[WriteResult]:
         """Write many memories into one ledger in one transaction: all of them, or none.
 
@@ -124,12 +106,15 @@ class MemoryWrites(MemoryBase):
                     raise InvalidInputError(
                         f"expected text or a mapping with 'text'; got {type(item).__name__}"
                     )
+                chosen = own.pop("channel", channel)
+                if chosen is None:
+                    chosen = self.default_channel(self.parties.actor(actor), owner)
                 plans.append(
-                    self._plan(
+                    self.admission.plan(
                         text,
                         owner=owner,
                         actor=actor,
-                        channel=own.pop("channel", channel),
+                        channel=chosen,
                         on_behalf_of=on_behalf_of,
                         draft=draft,
                         details={**details, **own},
@@ -141,10 +126,10 @@ class MemoryWrites(MemoryBase):
                 ) from exc
         if not plans:
             return []
-        vectors = self._plan_vectors(plans)
+        vectors = self.admission.plan_vectors(plans)
         # Held from the start and pipelined: a batch is never the one-statement write.
-        with self._writing(plans[0].owner) as tx:
-            return [self._write_plan(tx, plan, vectors) for plan in plans]
+        with self.ledger.writing(plans[0].owner) as tx:
+            return [self.ledger.write_plan(tx, plan, vectors) for plan in plans]
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -154,8 +139,7 @@ class MemoryWrites(MemoryBase):
         searched meanwhile: on PostgreSQL the HNSW index is dropped and built once at the
         end (docs/operations.md); on SQLite nothing changes. Writes inside are as usual.
         """
-        self._vectors_ready()  # record the model first, so its index is the one deferred
-        with self.store.bulk_load():
+        with self.vectors.bulk_load():
             yield
 
     def admit(
@@ -163,11 +147,11 @@ class MemoryWrites(MemoryBase):
         text: str,
         *,
         owner: str,
-        status: str | None = None,
-        actor: str | None = None,
-        channel: str = "user",
-        on_behalf_of: str | None = None,
-        draft: Draft | None = None,
+        status: str | None,
+        actor: str | None,
+        channel: str,
+        on_behalf_of: str | None,
+        draft: Draft | None,
     ) -> WriteResult:
         """Write a memory carried in from an export, keeping the review state it had there.
 
@@ -177,9 +161,9 @@ class MemoryWrites(MemoryBase):
         or a service principal, may admit memories into a ledger.
         """
         whose = check_principal(owner, "owner")
-        self._may_admit(whose)
+        self.admission.may_admit(whose)
         check_admitted_status(status)
-        plan = self._plan(
+        plan = self.admission.plan(
             text,
             owner=whose,
             actor=actor,
@@ -190,18 +174,18 @@ class MemoryWrites(MemoryBase):
             status=status,
         )
         refuse_unstored(plan.decision)  # the one policy decision, before anything is written
-        return self._write_planned(plan)
+        return self.write_planned(plan)
 
     def edit(
         self,
         memory_id: str,
         text: str,
         *,
-        actor: str | None = None,
-        owner: str | None = None,
-        channel: str | None = None,
+        actor: str | None,
+        owner: str | None,
+        channel: str | None,
+        details: Mapping[str, Any],
         on_behalf_of: str | None = None,
-        **details: Any,
     ) -> WriteResult:
         """Supersede a memory with new text: a new memory; the old one leaves retrieval.
 
@@ -209,9 +193,10 @@ class MemoryWrites(MemoryBase):
         once, an agent's (``actor`` an agent, ``channel`` its own, ``on_behalf_of`` the
         person) is proposed, and the old memory stays retrievable until it is approved.
         """
-        whose = self._owner_of(memory_id, owner)
-        old = self._stored(whose, memory_id)
-        who = self._actor(actor)
+        whose = self.parties.owner_of(memory_id, owner)
+        old = self.parties.stored(whose, memory_id)
+        who = self.parties.actor(actor)
+        rest = dict(details)
         base = Draft(
             kind=old.kind,
             topic=old.topic,
@@ -232,168 +217,28 @@ class MemoryWrites(MemoryBase):
             session=old.session,
             extra=old.extra,
             sensitivity=old.sensitivity,
-            reason=details.pop("reason", None) or f"edit of {memory_id}",
+            reason=rest.pop("reason", None) or f"edit of {memory_id}",
         )
-        return self._create(
+        plan = self.admission.plan(
             text,
             owner=whose,
             actor=who,
-            channel=channel or self._steward_channel(who, whose),
+            channel=channel or steward_channel(who, whose),
             on_behalf_of=on_behalf_of,
             draft=base,
-            details=details,
+            details=rest,
             supersedes=memory_id,
         )
+        return self.write_planned(plan)
 
-    # -- the internal API of a creation: plan it, then write it in an open transaction ------
-
-    def _may_admit(self, owner: str) -> None:
-        """Only the owner, or a service principal, may restore or import into a ledger."""
-        if self.principal != owner and principal_kind(self.principal) != "service":
-            raise PolicyDeniedError(
-                f"only {owner} (or a service principal) may restore or import into their"
-                f" ledger; {self.principal} may not",
-                actor=self.principal,
-                owner=owner,
-            )
-
-    def _create(
-        self,
-        text: str,
-        *,
-        owner: str | None,
-        actor: str | None,
-        channel: str,
-        on_behalf_of: str | None,
-        draft: Draft | None,
-        details: Mapping[str, Any],
-        supersedes: str | None = None,
-        status: str | None = None,
-    ) -> WriteResult:
-        plan = self._plan(
-            text,
-            owner=owner,
-            actor=actor,
-            channel=channel,
-            on_behalf_of=on_behalf_of,
-            draft=draft,
-            details=details,
-            supersedes=supersedes,
-            status=status,
-        )
-        return self._write_planned(plan)
-
-    def _write_planned(self, plan: CreationPlan) -> WriteResult:
+    def write_planned(self, plan: CreationPlan) -> WriteResult:
         """Embed a planned creation, then append it on the owner's chain.
 
         A creation that reads nothing (all but an edit, which loads what it supersedes)
         is tried on the head verified last: one statement on a server backend.
         """
-        vectors = self._plan_vectors([plan])
+        vectors = self.admission.plan_vectors([plan])
         if plan.event.supersedes is not None:
-            with self._writing(plan.owner) as tx:
-                return self._write_plan(tx, plan, vectors)
-        return self._append(plan.owner, lambda tx: self._write_plan(tx, plan, vectors))
-
-    def _plan(
-        self,
-        text: object,
-        *,
-        owner: str | None,
-        actor: str | None,
-        channel: str,
-        on_behalf_of: str | None,
-        draft: Draft | None,
-        details: Mapping[str, Any],
-        supersedes: str | None = None,
-        status: str | None = None,
-    ) -> CreationPlan:
-        """Validate a write and let the policy decide it; nothing is written yet."""
-        who = self._actor(actor)
-        whose = self._owner(owner, who)
-        if on_behalf_of is not None:
-            check_principal(on_behalf_of, "on_behalf_of")
-        unknown = sorted(set(details) - set(Draft.__dataclass_fields__))
-        if unknown:
-            raise InvalidInputError(
-                f"unknown memory field {', '.join(unknown)}; known fields:"
-                f" {', '.join(sorted(Draft.__dataclass_fields__))}",
-                field=unknown[0],
-            )
-        draft = replace(draft or Draft(), **details) if details else draft or Draft()
-        body = check.content(text)
-        self.policy.check_channel(actor=who, owner=whose, channel=channel)
-        decision = self.policy.decide(
-            content=body, topic=draft.topic, channel=channel, actor=who, owner=whose
-        )
-        if decision.topic != draft.topic:
-            draft = replace(draft, topic=decision.topic)
-        fields, texts = draft_fields(draft)
-        sensitivity = draft.sensitivity or decision.sensitivity
-        if decision.sensitivity == "sensitive":
-            sensitivity = "sensitive"
-        fields["sensitivity"] = check.choice(sensitivity, SENSITIVITIES, "sensitivity")
-        fields["approval_mode"] = decision.mode
-        fields["status"] = status or _FIRST_STATUS[decision.mode]
-        if decision.flagged:
-            fields["flagged"] = True
-            fields["tags"] = [*fields["tags"], INJECTION_TAG]
-        texts.setdefault("reason", _default_reason(who, whose, channel))
-        memory_id = self._new_id()
-        if decision.mode == "no_store":
-            texts.pop("title", None)
-            texts["reason"] = f"not stored: {decision.why}"[:MAX_REASON_CHARS]
-            kind = "no_store"
-            content = "[not stored]"
-        else:
-            kind = "edit" if supersedes else "propose"
-            content = body
-        event = Event(
-            event=kind,
-            memory=memory_id,
-            actor=who,
-            fields=fields,
-            texts=texts,
-            on_behalf_of=on_behalf_of,
-            supersedes=supersedes,
-        )
-        reserved = (INJECTION_TAG,) if decision.flagged else ()
-        return CreationPlan(whose, event, content, channel, reserved, decision)
-
-    def _plan_vectors(self, plans: Sequence[CreationPlan]) -> dict[str, Any]:
-        """Embeddings of planned creations, computed in one batch before the transaction."""
-        wanted = [p for p in plans if p.decision.mode != "no_store"]
-        texts = [" ".join(t for t in (p.event.texts.get("title"), p.content) if t) for p in wanted]
-        vectors = self._embed(texts)
-        return {p.event.memory: v for p, v in zip(wanted, vectors, strict=False)}
-
-    def _write_plan(
-        self, tx: Transaction, plan: CreationPlan, vectors: Mapping[str, Any] | None = None
-    ) -> WriteResult:
-        """Append a planned creation inside an open transaction."""
-        if plan.event.supersedes is not None:
-            lifecycle.check_transition(self._load(tx, plan.event.supersedes), "edit")
-        changed = self._commit(
-            tx,
-            plan.event,
-            content=plan.content,
-            channel=plan.channel,
-            reserved=plan.reserved,
-            vectors=vectors,
-            minted=True,  # every plan mints its memory's id
-        )
-        created = next(m for m in changed if m.id == plan.event.memory)
-        return WriteResult(
-            id=plan.event.memory,
-            status=created.status,
-            owner=plan.owner,
-            why=plan.decision.why,
-            flagged=plan.decision.flagged,
-            memory=created,
-        )
-
-
-def _default_reason(actor: str, owner: str, channel: str) -> str:
-    if actor == owner:
-        return "the person asked to remember this"
-    return f"proposed by {actor} through the {channel} channel"
+            with self.ledger.writing(plan.owner) as tx:
+                return self.ledger.write_plan(tx, plan, vectors)
+        return self.ledger.append(plan.owner, lambda tx: self.ledger.write_plan(tx, plan, vectors))

@@ -10,7 +10,7 @@ import pytest
 from make_golden import CALLER, MANDATORY, base, create_body
 
 import troth.formats.uaix as uaix
-from troth.core.errors import InvalidInputError
+from troth.core.errors import FormatError, InvalidInputError
 from troth.formats.uaix import (
     InMemoryCheckpointPort,
     apply_redactions,
@@ -169,6 +169,16 @@ def test_public_api_is_sorted_and_complete() -> None:
         "port",
         "redaction",
         "requests",
+        "refusals",
         "schemas",
     }
     assert public - modules == set(uaix.__all__)
+
+
+def test_a_refusal_carries_its_uaix_code_as_an_attribute() -> None:
+    with pytest.raises(uaix.RefusalError) as refused:
+        uaix.parse_request(b"not json")
+    assert refused.value.uaix_code == "malformed-envelope"
+    assert isinstance(refused.value, FormatError)  # and it is the troth error of its kind
+    assert "code" not in refused.value.details
+    assert refused.value.to_dict()["uaix_code"] == "malformed-envelope"

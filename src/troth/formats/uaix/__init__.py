@@ -51,6 +51,15 @@ from troth.formats.uaix.integrity import (
 )
 from troth.formats.uaix.port import CheckpointPort, InMemoryCheckpointPort, StoredReply
 from troth.formats.uaix.redaction import apply_redactions, parse_path
+from troth.formats.uaix.refusals import (
+    CheckpointNotFoundError,
+    InvalidRequestError,
+    RefusalError,
+    RequestConflictError,
+    RequestDeniedError,
+    RequestIntegrityError,
+    UnreadableRequestError,
+)
 from troth.formats.uaix.requests import REQUEST_LIFETIME, build_request
 from troth.formats.uaix.schemas import SCHEMA_FILES, load_schema, validator
 
@@ -68,11 +77,18 @@ __all__ = [
     "RESTORE_BRIEF",
     "RESULT_PROFILES",
     "SCHEMA_FILES",
+    "CheckpointNotFoundError",
     "CheckpointPort",
     "InMemoryCheckpointPort",
+    "InvalidRequestError",
+    "RefusalError",
     "Request",
+    "RequestConflictError",
+    "RequestDeniedError",
+    "RequestIntegrityError",
     "Responder",
     "StoredReply",
+    "UnreadableRequestError",
     "apply_redactions",
     "build_error",
     "build_request",

@@ -9,8 +9,9 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Final
 
-from troth.core.errors import InvalidInputError, PolicyDeniedError
+from troth.core.errors import InvalidInputError
 from troth.formats.uaix.codec import Request
+from troth.formats.uaix.refusals import RequestDeniedError
 
 __all__ = [
     "KNOWN_EXTENSIONS",
@@ -31,10 +32,10 @@ def check_principal(request: Request, caller: str) -> None:
     An envelope's principal is only a claim; the caller comes from the transport's credentials.
     """
     if request.principal != caller:
-        raise PolicyDeniedError(
+        raise RequestDeniedError(
             "trust.principal does not match the credentials the request came with; send the "
             "envelope with the principal you are authenticated as",
-            code="principal-mismatch",
+            uaix_code="principal-mismatch",
             principal=request.principal,
         )
 
@@ -45,10 +46,10 @@ def check_delivery(request: Request, now: datetime) -> None:
         raise InvalidInputError("now must be timezone-aware", now=now.isoformat())
     expires_at = request.expires_at
     if expires_at <= now:
-        raise PolicyDeniedError(
+        raise RequestDeniedError(
             f"the request expired at {request.envelope['delivery']['expires_at']}; send a new "
             "message with a later delivery.expires_at",
-            code="expired",
+            uaix_code="expired",
             expires_at=request.envelope["delivery"]["expires_at"],
         )
 
@@ -63,10 +64,10 @@ def check_extensions(request: Request, known: Collection[str] = KNOWN_EXTENSIONS
         }
     )
     if unknown:
-        raise PolicyDeniedError(
+        raise RequestDeniedError(
             f"critical extensions not understood: {', '.join(unknown)}; drop them or mark them "
             "critical: false",
-            code="unsupported-critical-extension",
+            uaix_code="unsupported-critical-extension",
             namespaces=unknown,
         )
 

@@ -1,7 +1,7 @@
 """Parse request bytes into a validated :class:`Request`; encode envelopes to bytes.
 
 Parsing applies, in this order, and stops at the first failure (each raises an error from
-:mod:`troth.core.errors` whose ``details["code"]`` is the UAIX error code):
+:mod:`troth.formats.uaix.refusals` whose ``uaix_code`` is the UAIX error code):
 
 1. UTF-8, JSON, one object, no duplicate keys, no NaN/Infinity   → ``malformed-envelope``
 2. ``uai_version`` 1.0 and ``profile`` ``uai.intent.request.v1``   → ``unsupported-profile``
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from troth.core.errors import FormatError, PolicyDeniedError
 from troth.core.events import canonical_bytes
 from troth.formats.uaix.integrity import verify_checksum
+from troth.formats.uaix.refusals import RequestDeniedError, UnreadableRequestError
 from troth.formats.uaix.schemas import REQUEST_SCHEMA, definition_validator, validator
 
 __all__ = [
@@ -139,14 +139,14 @@ def decode_json(raw: bytes) -> dict[str, Any]:
             parse_constant=_reject_constant,
         )
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise FormatError(
+        raise UnreadableRequestError(
             f"the request is not a UTF-8 JSON object without duplicate keys: {exc}",
-            code="malformed-envelope",
+            uaix_code="malformed-envelope",
         ) from exc
     if not isinstance(value, dict):
-        raise FormatError(
+        raise UnreadableRequestError(
             f"the request must be a JSON object, not {type(value).__name__}",
-            code="malformed-envelope",
+            uaix_code="malformed-envelope",
         )
     return value
 
@@ -161,28 +161,28 @@ def _get(value: Any, *keys: str) -> Any:
 
 def _check_profiles(envelope: Mapping[str, Any]) -> None:
     if envelope.get("uai_version") != "1.0" or envelope.get("profile") != REQUEST_PROFILE:
-        raise FormatError(
+        raise UnreadableRequestError(
             f"only uai_version 1.0 with profile {REQUEST_PROFILE} is accepted here; got "
             f"{envelope.get('uai_version')!r} / {envelope.get('profile')!r}",
-            code="unsupported-profile",
+            uaix_code="unsupported-profile",
             uai_version=envelope.get("uai_version"),
             profile=envelope.get("profile"),
         )
     intent = _get(envelope, "body", "intent")
     if intent not in RESULT_PROFILES:
-        raise FormatError(
+        raise UnreadableRequestError(
             f"body.intent {intent!r} is not handled; use one of {', '.join(RESULT_PROFILES)}",
-            code="unsupported-intent",
+            uaix_code="unsupported-intent",
             intent=intent,
         )
     expected = RESULT_PROFILES[intent]
     requested = _get(envelope, "body", "requested_profile")
     answer = _get(envelope, "body", "response_profile")
     if requested != expected or answer != RESPONSE_PROFILE:
-        raise FormatError(
+        raise UnreadableRequestError(
             f"{intent} is answered with {RESPONSE_PROFILE} carrying {expected}; got "
             f"requested_profile {requested!r}, response_profile {answer!r}",
-            code="unsupported-profile",
+            uaix_code="unsupported-profile",
             requested_profile=requested,
             response_profile=answer,
         )
@@ -194,10 +194,10 @@ def _check_constraints(envelope: Mapping[str, Any]) -> None:
         return  # the schema reports a missing or mistyped list
     missing = [c for c in REQUIRED_CONSTRAINTS if c not in constraints]
     if missing:
-        raise PolicyDeniedError(
+        raise RequestDeniedError(
             f"body.constraints must hold {' and '.join(REQUIRED_CONSTRAINTS)}; missing "
             f"{', '.join(missing)}",
-            code="missing-constraint",
+            uaix_code="missing-constraint",
             missing=missing,
         )
 
@@ -229,10 +229,10 @@ def _check_schema(envelope: Mapping[str, Any]) -> None:
                 problems.append({"path": _pointer(keys), "message": str(exc)[:200]})
     if problems:
         problems.sort(key=lambda p: (p["path"], p["message"]))
-        raise FormatError(
+        raise UnreadableRequestError(
             f"the request does not match the schema: {problems[0]['path']}: "
             f"{problems[0]['message']}",
-            code="schema-violation",
+            uaix_code="schema-violation",
             errors=problems[:_MAX_SCHEMA_ERRORS],
         )
 

@@ -29,7 +29,7 @@ from troth.core.checkpoints import (
     audit_drift,
     compose_restore_brief,
 )
-from troth.core.errors import ConflictError, InvalidInputError, NotFoundError, TrothError
+from troth.core.errors import InvalidInputError, TrothError
 from troth.formats.uaix.checks import (
     KNOWN_EXTENSIONS,
     check_delivery,
@@ -55,6 +55,7 @@ from troth.formats.uaix.envelopes import (
 )
 from troth.formats.uaix.port import CheckpointPort, StoredReply
 from troth.formats.uaix.redaction import apply_redactions, parse_path
+from troth.formats.uaix.refusals import CheckpointNotFoundError, RefusalError, RequestConflictError
 
 __all__ = ["checkpoint_id_for", "handle_request", "reply_id_for"]
 
@@ -104,16 +105,16 @@ def handle_request(
     reply_id = reply_id_for(caller, request.message_id)
     try:
         check_principal(request, caller)
-    except TrothError as exc:
+    except RefusalError as exc:
         return encode(_error(exc, request, reply_id, now, responder))
     stored = port.find_reply(whose, request.message_id)
     if stored is not None:
         if stored.request_checksum == request.checksum:
             return stored.response
-        conflict = ConflictError(
+        conflict = RequestConflictError(
             "this message_id was already used for a different envelope; give every new "
             "message a new message_id",
-            code="message-id-conflict",
+            uaix_code="message-id-conflict",
         )
         return encode(_error(conflict, request, reply_id, now, responder))
     try:
@@ -123,10 +124,11 @@ def handle_request(
         envelope = build_response(
             request.envelope, result, message_id=reply_id, now=now, responder=responder
         )
-    except TrothError as exc:
-        if exc.details.get("code") not in ERROR_CODES:
-            raise  # the port's own failure: not a refusal of this request
+    except RefusalError as exc:
+        if exc.uaix_code not in ERROR_CODES:
+            raise  # pragma: no cover - every refusal names a known code
         envelope = _error(exc, request, reply_id, now, responder)
+    # Any other error is the port's own failure, not a refusal of this request: it propagates.
     answer = encode(envelope)
     port.save_reply(StoredReply(whose, request.message_id, request.checksum, answer))
     return answer
@@ -145,7 +147,7 @@ def _unreadable(
     # Keyed by the bytes: a later, corrected request with the same message_id gets another id.
     reply_id = derive_id("lm-", "refusal", caller, hashlib.sha256(raw).hexdigest())
     envelope = build_error(
-        str(exc.details.get("code", "malformed-envelope")),
+        exc.uaix_code if isinstance(exc, RefusalError) else "malformed-envelope",
         exc.message,
         message_id=reply_id,
         now=now,
@@ -157,10 +159,10 @@ def _unreadable(
 
 
 def _error(
-    exc: TrothError, request: Request, reply_id: str, now: datetime, responder: Responder
+    exc: RefusalError, request: Request, reply_id: str, now: datetime, responder: Responder
 ) -> dict[str, Any]:
     return build_error(
-        str(exc.details["code"]),
+        exc.uaix_code,
         exc.message,
         message_id=reply_id,
         now=now,
@@ -171,7 +173,7 @@ def _error(
 
 
 def _details(exc: TrothError) -> dict[str, Any]:
-    return {key: value for key, value in exc.details.items() if key != "code"}
+    return dict(exc.details)
 
 
 def _execute(
@@ -186,10 +188,10 @@ def _execute(
     )
     record = port.load_checkpoint(owner, checkpoint_id)
     if record is None:
-        raise NotFoundError(
+        raise CheckpointNotFoundError(
             f"no checkpoint {checkpoint_id!r} for this principal; use the checkpoint_id a "
             "spiralist.memory.checkpoint.create answer returned",
-            code="checkpoint-not-found",
+            uaix_code="checkpoint-not-found",
             checkpoint_id=checkpoint_id,
         )
     if request.intent == DRIFT_AUDIT:

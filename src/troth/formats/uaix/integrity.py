@@ -13,9 +13,9 @@ import hmac
 from collections.abc import Mapping
 from typing import Any, Final
 
-from troth.core.errors import FormatError, IntegrityError
 from troth.core.events import CanonicalizationError
 from troth.core.events import canonical_bytes as jcs
+from troth.formats.uaix.refusals import RequestIntegrityError, UnreadableRequestError
 
 __all__ = [
     "INTEGRITY_VERSION",
@@ -35,10 +35,10 @@ def canonical_bytes(envelope: Mapping[str, Any]) -> bytes:
     try:
         return jcs(covered)
     except (CanonicalizationError, TypeError, ValueError, UnicodeError) as exc:
-        raise FormatError(
+        raise UnreadableRequestError(
             f"the envelope cannot be canonicalised (RFC 8785): {exc}; send I-JSON only "
             "(finite numbers, integers within ±2**53, valid Unicode)",
-            code="malformed-envelope",
+            uaix_code="malformed-envelope",
         ) from exc
 
 
@@ -55,20 +55,22 @@ def verify_checksum(envelope: Mapping[str, Any]) -> str:
     """
     integrity = envelope.get("integrity")
     if not isinstance(integrity, Mapping):
-        raise IntegrityError("the envelope has no integrity member", code="integrity-mismatch")
+        raise RequestIntegrityError(
+            "the envelope has no integrity member", uaix_code="integrity-mismatch"
+        )
     if integrity.get("version") != INTEGRITY_VERSION:
-        raise IntegrityError(
+        raise RequestIntegrityError(
             f"integrity.version {integrity.get('version')!r} is not supported; use "
             f"{INTEGRITY_VERSION}",
-            code="integrity-mismatch",
+            uaix_code="integrity-mismatch",
         )
     expected = compute_checksum(envelope)
     given = integrity.get("checksum")
     if not isinstance(given, str) or not hmac.compare_digest(given, expected):
-        raise IntegrityError(
+        raise RequestIntegrityError(
             "integrity.checksum does not match the envelope: it must be the lowercase hex "
             "sha256 of the RFC 8785 (JCS) form of the envelope without its integrity member",
-            code="integrity-mismatch",
+            uaix_code="integrity-mismatch",
             expected=expected,
         )
     return expected

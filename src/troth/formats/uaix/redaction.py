@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from troth.core.errors import InvalidInputError
+from troth.formats.uaix.refusals import InvalidRequestError
 
 __all__ = ["Path", "apply_redactions", "parse_path"]
 
@@ -95,9 +96,9 @@ def _without(value: Any, here: Path, removed: frozenset[Path]) -> Any:
 
 
 def _bad(text: str, why: str) -> InvalidInputError:
-    return InvalidInputError(
+    return InvalidRequestError(
         f"redaction field {text!r} is not usable: {why}; paths are relative to parameters, "
         "e.g. summary, stable_facts[2], turn_window.end_turn_id",
-        code="invalid-redaction",
+        uaix_code="invalid-redaction",
         field=text,
     )

@@ -1,0 +1,321 @@
+"""The one way anything is written: the owner's chain held, verified to its head, appended.
+
+:class:`Ledger` owns the verified, serialised write path and what this process knows of
+each chain's verified tip. ``writing`` opens the owner's transaction once the chain
+verifies up to its head; ``commit`` appends one event and projects it with the same
+function ``rebuild`` folds; ``append`` first tries the tip verified last (one round trip
+on a server backend) and falls back to holding the chain.
+
+Erasure participants: a feature that keeps a copy of a memory's text (a checkpoint's
+facts and stored replies, for one) registers an :data:`Eraser` when the facade is
+composed (``service/compose.py``). A redaction calls every registered eraser in the
+transaction that erases the creating entry, so the write path reaches every keeper of a
+text without importing any of them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from troth.core import lifecycle
+from troth.core.chain import (
+    REDACTED_MARKER,
+    TARGET_PREFIX,
+    TOMBSTONE_TAG,
+    Verification,
+    format_ts,
+    make_entry,
+    redact_entry,
+    tombstone_content,
+)
+from troth.core.errors import IntegrityError, StaleTipError
+from troth.core.events import Event, Record, canonical, check_head, event_tags, verify_records
+from troth.core.records import MemoryRecord
+from troth.service.base import Clock, Parties
+from troth.service.drafts import CreationPlan, WriteResult
+from troth.service.recall import memory_text
+from troth.service.vectors import Vectors
+from troth.storage.base import Store, Tip, Transaction
+
+_T = TypeVar("_T")
+
+Eraser = Callable[[Transaction, str, str], None]
+"""An erasure participant: called with (the open transaction, the memory id, its text)
+once the memory's creating entry is erased, to erase every copy of the text it keeps."""
+
+# What the content of a lifecycle entry says it did; forget and redact write a tombstone.
+_MARKERS = {"approve": "approved", "reject": "rejected", "hide": "hidden", "expire": "expired"}
+_TOMBSTONES = ("forget", "redact")
+
+
+class Ledger:
+    """The verified, serialised write path over one store, and the verified tip of each chain."""
+
+    def __init__(
+        self, store: Store, *, clock: Clock, vectors: Vectors, erasers: Sequence[Eraser] = ()
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.vectors = vectors
+        self._erasers: list[Eraser] = list(erasers)
+        self._verified: dict[str, Tip] = {}
+        self._verified_lock = threading.Lock()
+        self._writers: dict[str, int] = {}  # owner -> writes in flight in this process
+        # Owners another process wrote to between two writes of ours: their next write
+        # holds the chain at once instead of first trying the head it would find moved.
+        self._contended: set[str] = set()
+        self._thread = threading.local()  # .depth: writes open on this thread
+
+    # -- erasure participants -----------------------------------------------------------
+
+    def add_eraser(self, eraser: Eraser) -> None:
+        """Register a keeper of copies of memory texts; redactions will reach it."""
+        self._erasers.append(eraser)
+
+    @property
+    def erasers(self) -> tuple[Eraser, ...]:
+        """The registered erasure participants, in registration order."""
+        return tuple(self._erasers)
+
+    # -- the verified tip ---------------------------------------------------------------
+
+    def now(self) -> str:
+        """The clock's time as the chain writes it."""
+        return format_ts(self.clock())
+
+    def verified(self, owner: str) -> Tip | None:
+        """The tip this process verified last for ``owner``, if any."""
+        return self._verified.get(owner)
+
+    def trust(self, owner: str, tip: Tip) -> None:
+        """Record a tip as verified (a chain this process has just written whole)."""
+        with self._verified_lock:
+            self._verified[owner] = tip
+
+    def forget_verified(self) -> None:
+        """Drop every verified tip: the next write verifies its chain from the start."""
+        with self._verified_lock:
+            self._verified.clear()
+
+    def _ensure_verified(self, tx: Transaction) -> Tip:
+        """Verify the chain up to its head before appending (incrementally after the first)."""
+        tip = tx.tip()
+        cached = self._verified.get(tx.owner)
+        result: Verification | None = None
+        if cached is not None and cached.length <= tip.length:
+            if cached.length == tip.length and cached.head == tip.head:
+                self._contended.discard(tx.owner)  # nobody else wrote since our last write
+                return tip
+            self._contended.add(tx.owner)
+            result = verify_records(
+                tx.records(cached.length), start_index=cached.length, prev_hash=cached.head
+            )
+            if not result.ok and result.broken_at == cached.length:
+                result = None  # the cached head itself may have moved: verify from scratch
+        if result is None:
+            result = verify_records(tx.records(0))
+        result = check_head(result, tip.length, tip.head)
+        if not result.ok:
+            self._verified.pop(tx.owner, None)
+            raise IntegrityError(
+                f"the ledger of {tx.owner} is broken at entry #{result.broken_at} "
+                f"({result.reason}); refusing to write. Run `troth verify` to inspect it",
+                owner=tx.owner,
+                broken_at=result.broken_at,
+                reason=result.reason,
+            )
+        tip = Tip(result.length, result.head)
+        self._advance_verified(tx.owner, tip)
+        return tip
+
+    def _advance_verified(self, owner: str, tip: Tip) -> None:
+        """Remember a verified head, never going back to a shorter one: threads finishing
+        writes out of order must not make the next write build on an older head."""
+        with self._verified_lock:
+            known = self._verified.get(owner)
+            if known is None or tip.length >= known.length:
+                self._verified[owner] = tip
+
+    # -- holding a chain ----------------------------------------------------------------
+
+    @contextmanager
+    def writing(self, owner: str, expect: Tip | None = None) -> Iterator[Transaction]:
+        """The owner's chain, held and verified, for appends that all land or none do.
+
+        ``expect``: the tip this process verified last; the store then starts from it and
+        raises :class:`StaleTipError` if the chain has moved (see ``Store.write``).
+        """
+        self.vectors.ready()  # records the model first: not inside the write
+        depth = getattr(self._thread, "depth", 0)
+        self._thread.depth = depth + 1
+        try:
+            with self.store.write(owner, expect) as tx:
+                self._ensure_verified(tx)
+                yield tx
+                tip = tx.tip()
+        finally:
+            self._thread.depth = depth
+        # Only once committed: a head that never landed must not be built on next time.
+        self._advance_verified(owner, tip)
+
+    def append(self, owner: str, work: Callable[[Transaction], _T]) -> _T:
+        """Run ``work`` in a write on the owner's chain, first on the tip verified last.
+
+        When this process verified the chain's head and nobody has appended since (the
+        common case: one writer per owner), the write builds on that head without asking,
+        and a server backend commits one that reads nothing and creates one memory in one
+        round trip. If the chain moved, nothing was written: the write runs again holding
+        the chain, after verifying what was appended.
+        The first try is skipped where it would likely be wasted or is not this write's
+        own to retry: while another write of this process to the owner is in flight, while
+        other processes are writing to the owner too (seen at our last write), and inside
+        another write on this thread (whose stale head must stop it, not this one).
+        """
+        with self._verified_lock:
+            busy = self._writers.get(owner, 0)
+            self._writers[owner] = busy + 1
+            expect = self._verified.get(owner)
+        try:
+            alone = not busy and owner not in self._contended
+            if expect is not None and alone and not getattr(self._thread, "depth", 0):
+                try:
+                    with self.writing(owner, expect) as tx:
+                        return work(tx)
+                except StaleTipError:
+                    pass
+            with self.writing(owner) as tx:
+                return work(tx)
+        finally:
+            with self._verified_lock:
+                left = self._writers[owner] - 1
+                if left:
+                    self._writers[owner] = left
+                else:
+                    del self._writers[owner]
+
+    # -- appending ----------------------------------------------------------------------
+
+    def commit(
+        self,
+        tx: Transaction,
+        event: Event,
+        *,
+        content: str,
+        channel: str,
+        reserved: tuple[str, ...] = (),
+        vectors: Mapping[str, Any] | None = None,
+        minted: bool = False,
+    ) -> list[MemoryRecord]:
+        """Append one event and project it; returns the memories it changed.
+
+        ``minted``: ``event.memory`` is an id just minted for the memory this event
+        creates, so there is nothing to look up (the store refuses a clash instead).
+
+        A changed memory that is active and retrievable gets its embedding (from
+        ``vectors``, computed before the transaction, or here for e.g. an approval); the
+        store drops the vector of one that leaves retrieval.
+        """
+        meta_text = canonical(event.meta())
+        entry = make_entry(
+            ts=self.now(),
+            content=content,
+            source=channel,
+            tags=event_tags(event, meta_text, reserved),
+            prev_hash=tx.tip().head,
+        )
+        seq = tx.append(entry, meta_text, event.texts)
+        touched: dict[str, MemoryRecord] = {}
+        for memory_id in (event.memory, event.supersedes, *event.memories):
+            if memory_id and not (minted and memory_id == event.memory):
+                current = tx.get(memory_id)
+                if current is not None:
+                    touched[memory_id] = current
+        pending = touched.get(event.memory)
+        if event.event == "approve" and pending is not None and pending.supersedes:
+            old = tx.get(pending.supersedes)  # an approved edit supersedes now
+            if old is not None:
+                touched[old.id] = old
+        # A memory that was live with the same text keeps its stored vector (``put`` without
+        # one keeps it): an export or a tag touches every memory and must not re-embed them.
+        embedded_as = {k: memory_text(m) for k, m in touched.items() if m.searchable}
+        lifecycle.apply(touched, Record(seq, entry, meta_text, event.texts), tx.owner)
+        given = vectors or {}
+        live = [
+            m
+            for m in touched.values()
+            if m.searchable and m.id not in given and embedded_as.get(m.id) != memory_text(m)
+        ]
+        embedded = self.vectors.embed([memory_text(m) for m in live])
+        computed = dict(zip((m.id for m in live), embedded, strict=False))
+        for memory in touched.values():
+            new = minted and memory.id == event.memory
+            tx.put(memory, given.get(memory.id, computed.get(memory.id)), new=new)
+        return list(touched.values())
+
+    def write_plan(
+        self, tx: Transaction, plan: CreationPlan, vectors: Mapping[str, Any] | None = None
+    ) -> WriteResult:
+        """Append a planned creation inside an open transaction."""
+        if plan.event.supersedes is not None:
+            lifecycle.check_transition(Parties.load(tx, plan.event.supersedes), "edit")
+        changed = self.commit(
+            tx,
+            plan.event,
+            content=plan.content,
+            channel=plan.channel,
+            reserved=plan.reserved,
+            vectors=vectors,
+            minted=True,  # every plan mints its memory's id
+        )
+        created = next(m for m in changed if m.id == plan.event.memory)
+        return WriteResult(
+            id=plan.event.memory,
+            status=created.status,
+            owner=plan.owner,
+            why=plan.decision.why,
+            flagged=plan.decision.flagged,
+            memory=created,
+        )
+
+    def append_change(
+        self,
+        tx: Transaction,
+        memory: MemoryRecord,
+        kind: str,
+        *,
+        actor: str,
+        texts: Mapping[str, str],
+        channel: str,
+    ) -> list[MemoryRecord]:
+        """Append a lifecycle event about an existing memory whose transition was checked.
+
+        ``forget`` and ``redact`` write a tombstone aimed at the memory's creating entry
+        (a redaction first erases that entry's text); the others a ``[hidden …]``-style line.
+        """
+        if kind == "redact":
+            self.erase_creation(tx, memory)
+        reserved: tuple[str, ...] = ()
+        if kind in _TOMBSTONES:
+            content = tombstone_content(texts["note"])
+            reserved = (TOMBSTONE_TAG, TARGET_PREFIX + memory.entry_hash)
+        else:
+            content = f"[{_MARKERS[kind]} {memory.id}]"
+        event = Event(kind, memory.id, actor, texts=dict(texts))
+        return self.commit(tx, event, content=content, channel=channel, reserved=reserved)
+
+    def erase_creation(self, tx: Transaction, memory: MemoryRecord) -> None:
+        """Redact the entry that created a memory, and every copy of its text."""
+        record = next(tx.records(memory.seq), None)
+        if record is None or record.entry.hash != memory.entry_hash:
+            raise IntegrityError(
+                f"the entry that created {memory.id} is not where the projection says;"
+                " run `troth verify`",
+                id=memory.id,
+            )
+        erased_texts = dict.fromkeys(record.texts, REDACTED_MARKER)
+        tx.erase(record.seq, redact_entry(record.entry), erased_texts)
+        for eraser in self._erasers:
+            eraser(tx, memory.id, record.entry.content)
