@@ -202,3 +202,48 @@ def test_recency_accepts_naive_and_aware_now() -> None:
     new = candidate("b", created_at="2026-11-01T00:00:00", lexical_score=5.0)
     for now in (datetime(2026, 11, 29), datetime.fromisoformat(NOW)):
         assert rank("x", [old, new], now=now)[0].memory_id == "b"
+
+
+def test_named_terms_are_capitalised_words_inside_the_question() -> None:
+    from troth.core.query import named_terms
+
+    assert named_terms("What did Caroline's friend Mel see in July? The Four Seasons, LGBTQ") == [
+        "caroline",
+        "mel",
+        "four",
+        "seasons",
+    ]
+    assert named_terms("Caroline asked what I like") == []
+
+
+def test_term_pattern_finds_inflections_and_prefixes_but_names_whole() -> None:
+    from troth.core.query import term_pattern
+
+    assert term_pattern("painting").search("she painted it")
+    assert term_pattern("cats").search("a cat")
+    assert not term_pattern("cat").search("a catalogue")
+    assert term_pattern("italy", prefix=False).search("trip to italy.")
+    assert not term_pattern("nate", prefix=False).search("nature walks")
+
+
+def test_assess_relevance_measures_coverage_cosine_and_missing_names() -> None:
+    from troth.core.ranking import RelevanceFloor, assess_relevance
+
+    held = [
+        Candidate("a", "Caroline: I painted a sunrise", "2023-05-01", 1, 2.0, 1, 0.7),
+        Candidate("b", "Melanie: the kids went camping", "2023-05-01", None, None, 2, 0.4),
+    ]
+    hits = rank("What did Caroline paint at sunrise?", held)
+    fit = assess_relevance("What did Caroline paint at sunrise?", held, hits)
+    assert fit.coverage == 1.0
+    assert fit.cosine == 0.7
+    assert fit.missing_names == ()
+    assert fit.fits()
+    other = assess_relevance("What did Jon paint at sunrise?", held, hits)
+    assert other.missing_names == ("jon",)
+    assert not other.fits()
+    assert other.fits(RelevanceFloor(names=False))
+    weak = assess_relevance("Which tea does she drink?", held, hits)
+    assert weak.coverage == 0.0
+    assert not weak.fits()
+    assert weak.fits(RelevanceFloor(rescue_cosine=0.6))

@@ -22,6 +22,10 @@ The score of a candidate, in order:
    recency (only with ``now``), and a penalty for stale memories.
 
 Each step is recorded in the hit's :class:`Explanation`.
+
+:func:`assess_relevance` then says whether anything fits at all (the relevance floor,
+:class:`RelevanceFloor`): a recall whose best hits share too little of the question's
+words, or that names something no candidate mentions, returns nothing.
 """
 
 from __future__ import annotations
@@ -32,15 +36,25 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Literal
 
-from troth.core.query import QueryAnalysis, analyze_query, has_time_expression, tokenize
+from troth.core.query import (
+    QueryAnalysis,
+    analyze_query,
+    has_time_expression,
+    term_pattern,
+    tokenize,
+)
 
 __all__ = [
     "ADDITIVE_ADJUSTMENTS",
+    "DEFAULT_FLOOR",
     "DEFAULT_RANKING",
     "Candidate",
     "Explanation",
     "RankedHit",
     "RankingConfig",
+    "Relevance",
+    "RelevanceFloor",
+    "assess_relevance",
     "rank",
 ]
 
@@ -351,3 +365,95 @@ def _parse_datetime(value: str | None) -> datetime | None:
             return None
     # Naive times are taken as UTC so that they compare with aware ones.
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceFloor:
+    """When a recall returns nothing: the calibrated defaults of docs/retrieval.md.
+
+    ``min_coverage``: the best of the top hits must hold at least this share of the
+    question's content words. ``rescue_cosine``: a question none of whose words are
+    held still passes when a candidate's cosine reaches this (a paraphrase; the value
+    suits the shipped static model and is conservative for stronger ones, whose
+    unrelated pairs score lower). ``names``: a question naming something (a capitalised
+    word, :func:`troth.core.query.named_terms`) that no candidate mentions fails.
+    """
+
+    min_coverage: float = 0.25
+    rescue_cosine: float | None = 0.85
+    names: bool = True
+
+
+DEFAULT_FLOOR = RelevanceFloor()
+
+
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    """How well the best hits fit the question, for the relevance floor."""
+
+    coverage: float
+    cosine: float | None
+    missing_names: tuple[str, ...]
+
+    def fits(self, floor: RelevanceFloor = DEFAULT_FLOOR) -> bool:
+        """Whether the hits clear ``floor``."""
+        if floor.names and self.missing_names:
+            return False
+        if self.coverage >= floor.min_coverage:
+            return True
+        return (
+            floor.rescue_cosine is not None
+            and self.cosine is not None
+            and self.cosine >= floor.rescue_cosine
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready view (a recall hit's ``why["relevance"]``)."""
+        return {
+            "coverage": round(self.coverage, 6),
+            "cosine": None if self.cosine is None else round(self.cosine, 6),
+            "missing_names": list(self.missing_names),
+        }
+
+
+def assess_relevance(
+    query: str | QueryAnalysis,
+    candidates: Sequence[Candidate],
+    hits: Sequence[RankedHit],
+    *,
+    top: int = 10,
+) -> Relevance:
+    """Measure how well the ranked ``hits`` (of ``candidates``) fit the question.
+
+    ``coverage`` is the largest share of the question's content words that one of the
+    first ``top`` hits contains (matched by :func:`troth.core.query.term_pattern`);
+    ``cosine`` the best vector similarity among the candidates; ``missing_names`` the
+    named words no lexical candidate's text contains (any candidate's, without lexical
+    candidates). ``top`` is fixed rather than the recall's
+    limit so that the floor's answer does not depend on how many hits were asked for.
+    """
+    analysis = query if isinstance(query, QueryAnalysis) else analyze_query(query)
+    cosines = [c.vector_score for c in candidates if c.vector_score is not None]
+    cosine = max(cosines) if cosines else None
+    texts = {c.memory_id: c.text.lower() for c in candidates}
+    patterns = [term_pattern(term) for term in analysis.terms]
+    coverage = 0.0
+    if patterns:
+        for hit in hits[:top]:
+            text = texts.get(hit.memory_id, "")
+            share = sum(1 for p in patterns if p.search(text)) / len(patterns)
+            coverage = max(coverage, share)
+            if coverage == 1.0:
+                break
+    missing: tuple[str, ...] = ()
+    if analysis.names:
+        # The lexical index returns every memory holding one of the question's words (up
+        # to its depth), so a name none of them holds is in no memory; the vector
+        # candidates are read only when the lexical index was not asked. One search over
+        # the joined text: cheap, and a held name is usually found at once.
+        lexical = [c.text.lower() for c in candidates if c.lexical_rank is not None]
+        everything = "\n".join(lexical or texts.values())
+        missing = tuple(
+            n for n in analysis.names if not term_pattern(n, prefix=False).search(everything)
+        )
+    return Relevance(coverage=coverage, cosine=cosine, missing_names=missing)
