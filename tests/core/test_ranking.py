@@ -247,3 +247,32 @@ def test_assess_relevance_measures_coverage_cosine_and_missing_names() -> None:
     assert weak.coverage == 0.0
     assert not weak.fits()
     assert weak.fits(RelevanceFloor(rescue_cosine=0.6))
+
+
+def test_a_limited_ranking_is_the_head_of_the_full_one() -> None:
+    # ``rank`` skips the time-expression search where it cannot change the top ``limit``:
+    # the result must be exactly the first ``limit`` of ranking every candidate.
+    import random
+
+    generator = random.Random(7)
+    words = ["yesterday", "garden", "tea", "last week", "in 2023", "paint", "novel"]
+    for trial in range(30):
+        candidates = [
+            Candidate(
+                f"m{i:03d}",
+                " ".join(generator.choice(words) for _ in range(3)),
+                f"2023-0{1 + i % 9}-01",
+                lexical_rank=i + 1 if i % 3 else None,
+                lexical_score=generator.random() * 5 if i % 3 else None,
+                vector_rank=i + 1,
+                vector_score=generator.random(),
+                session=f"s{i % 4}",
+                seq=i,
+            )
+            for i in range(60)
+        ]
+        question = "When did she paint the garden?" if trial % 2 else "What tea in 2023?"
+        full = rank(question, candidates, now="2024-01-01T00:00:00Z")
+        for limit in (1, 3, 10):
+            head = rank(question, candidates, now="2024-01-01T00:00:00Z", limit=limit)
+            assert head == full[:limit]
