@@ -737,7 +737,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ablation", action="store_true", help="add the ablation variants")
     parser.add_argument("--embedder", default="static", help="static | minilm | MODEL_DIR")
     parser.add_argument("--methods", default=None, help="comma-separated subset of names")
-    parser.add_argument("--peers", action="store_true", help="add mem0 (needs bench venv)")
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="add mem0 (shared embedder and its own huggingface MiniLM) and dense MiniLM"
+        " (needs the bench venv)",
+    )
     parser.add_argument(
         "--docs",
         type=Path,
@@ -762,8 +767,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         methods += ablation_methods(embedder)
     if args.peers:
         from bench.peers.mem0_peer import Mem0Method
+        from bench.peers.minilm import MiniLMEmbedder
 
         methods.append(Mem0Method())
+        methods.append(Mem0Method("mem0-hf-minilm", local_default=True))
+        methods.append(VectorOnlyMethod("dense-minilm-l6-v2", MiniLMEmbedder()))
     if args.methods:
         wanted = set(args.methods.split(","))
         methods = [m for m in methods if m.name in wanted]
