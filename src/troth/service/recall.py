@@ -10,12 +10,12 @@ memories are read in full.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from troth.core.query import analyze_query, candidate_limits, fts5_match_expression
-from troth.core.ranking import DEFAULT_FLOOR, Candidate, RelevanceFloor, assess_relevance, rank
+from troth.core.ranking import DEFAULT_FLOOR, Candidate, assess_relevance, rank
 from troth.core.records import MemoryRecord
 from troth.storage.base import MemoryFilter, RecallRow
 
@@ -42,7 +42,7 @@ class Query:
     fits"): the share of the question's content words the best of the top ten hits must
     hold, else (unless a candidate's cosine reaches the floor's paraphrase level) the
     recall returns no hit; a question naming something no found memory mentions returns
-    none either. ``None`` turns the floor off (every candidate is ranked and returned).
+    none either. ``None`` turns the floor off (the top ``limit`` are returned, however weak).
     """
 
     text: str
@@ -225,14 +225,9 @@ def recall(
     analysis = analyze_query(text)
     ranked = rank(analysis, candidates, now=now, limit=max(query.limit, _FLOOR_TOP))
     relevance = assess_relevance(analysis, candidates, ranked, top=_FLOOR_TOP)
-    if query.min_relevance is not None:
-        floor = RelevanceFloor(
-            min_coverage=query.min_relevance,
-            rescue_cosine=DEFAULT_FLOOR.rescue_cosine,
-            names=DEFAULT_FLOOR.names,
-        )
-        if not relevance.fits(floor):
-            return []
+    floor = query.min_relevance
+    if floor is not None and not relevance.fits(replace(DEFAULT_FLOOR, min_coverage=floor)):
+        return []
     ranked = ranked[: query.limit]
     missing = [best.memory_id for best in ranked if best.memory_id not in held]
     if missing:
