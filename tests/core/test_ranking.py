@@ -276,3 +276,11 @@ def test_a_limited_ranking_is_the_head_of_the_full_one() -> None:
         for limit in (1, 3, 10):
             head = rank(question, candidates, now="2024-01-01T00:00:00Z", limit=limit)
             assert head == full[:limit]
+
+
+def test_a_keyword_query_counts_its_first_word_as_a_name() -> None:
+    from troth.core.query import named_terms
+
+    assert named_terms("Paris Lyon") == ["paris", "lyon"]
+    assert named_terms("Describe the trip to Lyon") == ["lyon"]
+    assert named_terms("Lyon?") == []

@@ -239,17 +239,22 @@ def named_terms(text: str) -> list[str]:
     """The words a query names as things: capitalised inside the sentence, lower-cased.
 
     A word written with a capital that does not open the text ("What did *Caroline*
-    paint?", "the trip to *Oslo*") is a name, the most specific word a question can
+    paint?", "the trip to *Oslo*"), or any capitalised word of a keyword query ("*Paris*
+    *Lyon*"), is a name, the most specific word a question can
     have. Stopwords ("The Four Seasons"), month and weekday names, and words in capitals
     throughout (acronyms, "I") are not counted. The relevance floor uses them: a ledger
     that holds no memory naming the thing holds no answer about it (docs/retrieval.md).
     """
     names: dict[str, None] = {}
-    for index, word in enumerate(_WORD_WITH_CASE.findall(text)):
+    words = _WORD_WITH_CASE.findall(text)
+    # A sentence's first word is capitalised by grammar; in a list of keywords ("Paris
+    # Lyon": no stopword, no question mark) it is capitalised because it is a name.
+    keywords = "?" not in text and not any(w.lower() in STOPWORDS for w in words)
+    for index, word in enumerate(words):
         base = re.split("[" + _APOSTROPHES + "]", word, maxsplit=1)[0]
         lower = base.lower()
         if (
-            index > 0
+            (index > 0 or keywords)
             and base[:1].isupper()
             and not base.isupper()
             and lower not in STOPWORDS

@@ -434,8 +434,9 @@ class RelevanceFloor:
     question's content words. ``rescue_cosine``: a question none of whose words are
     held still passes when a candidate's cosine reaches this (a paraphrase; the value
     suits the shipped static model and is conservative for stronger ones, whose
-    unrelated pairs score lower). ``names``: a question naming something (a capitalised
-    word, :func:`troth.core.query.named_terms`) that no candidate mentions fails.
+    unrelated pairs score lower). ``names``: a question naming things (capitalised
+    words, :func:`troth.core.query.named_terms`) none of which a candidate mentions
+    fails.
     """
 
     min_coverage: float = 0.25
@@ -453,10 +454,13 @@ class Relevance:
     coverage: float
     cosine: float | None
     missing_names: tuple[str, ...]
+    names: tuple[str, ...] = ()
 
     def fits(self, floor: RelevanceFloor = DEFAULT_FLOOR) -> bool:
         """Whether the hits clear ``floor``."""
-        if floor.names and self.missing_names:
+        # Every name missing: the question is about someone or something else. One of
+        # several missing ("did she move from Lyon to Paris?") still leaves an answer.
+        if floor.names and self.names and len(self.missing_names) == len(self.names):
             return False
         if self.coverage >= floor.min_coverage:
             return True
@@ -515,4 +519,4 @@ def assess_relevance(
         missing = tuple(
             n for n in analysis.names if not term_pattern(n, prefix=False).search(everything)
         )
-    return Relevance(coverage=coverage, cosine=cosine, missing_names=missing)
+    return Relevance(coverage=coverage, cosine=cosine, missing_names=missing, names=analysis.names)
