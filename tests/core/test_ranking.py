@@ -202,3 +202,85 @@ def test_recency_accepts_naive_and_aware_now() -> None:
     new = candidate("b", created_at="2026-11-01T00:00:00", lexical_score=5.0)
     for now in (datetime(2026, 11, 29), datetime.fromisoformat(NOW)):
         assert rank("x", [old, new], now=now)[0].memory_id == "b"
+
+
+def test_named_terms_are_capitalised_words_inside_the_question() -> None:
+    from troth.core.query import named_terms
+
+    assert named_terms("What did Caroline's friend Mel see in July? The Four Seasons, LGBTQ") == [
+        "caroline",
+        "mel",
+        "four",
+        "seasons",
+    ]
+    assert named_terms("Caroline asked what I like") == []
+
+
+def test_term_pattern_finds_inflections_and_prefixes_but_names_whole() -> None:
+    from troth.core.query import term_pattern
+
+    assert term_pattern("painting").search("she painted it")
+    assert term_pattern("cats").search("a cat")
+    assert not term_pattern("cat").search("a catalogue")
+    assert term_pattern("italy", prefix=False).search("trip to italy.")
+    assert not term_pattern("nate", prefix=False).search("nature walks")
+
+
+def test_assess_relevance_measures_coverage_cosine_and_missing_names() -> None:
+    from troth.core.ranking import RelevanceFloor, assess_relevance
+
+    held = [
+        Candidate("a", "Caroline: I painted a sunrise", "2023-05-01", 1, 2.0, 1, 0.7),
+        Candidate("b", "Melanie: the kids went camping", "2023-05-01", None, None, 2, 0.4),
+    ]
+    hits = rank("What did Caroline paint at sunrise?", held)
+    fit = assess_relevance("What did Caroline paint at sunrise?", held, hits)
+    assert fit.coverage == 1.0
+    assert fit.cosine == 0.7
+    assert fit.missing_names == ()
+    assert fit.fits()
+    other = assess_relevance("What did Jon paint at sunrise?", held, hits)
+    assert other.missing_names == ("jon",)
+    assert not other.fits()
+    assert other.fits(RelevanceFloor(names=False))
+    weak = assess_relevance("Which tea does she drink?", held, hits)
+    assert weak.coverage == 0.0
+    assert not weak.fits()
+    assert weak.fits(RelevanceFloor(rescue_cosine=0.6))
+
+
+def test_a_limited_ranking_is_the_head_of_the_full_one() -> None:
+    # ``rank`` skips the time-expression search where it cannot change the top ``limit``:
+    # the result must be exactly the first ``limit`` of ranking every candidate.
+    import random
+
+    generator = random.Random(7)
+    words = ["yesterday", "garden", "tea", "last week", "in 2023", "paint", "novel"]
+    for trial in range(30):
+        candidates = [
+            Candidate(
+                f"m{i:03d}",
+                " ".join(generator.choice(words) for _ in range(3)),
+                f"2023-0{1 + i % 9}-01",
+                lexical_rank=i + 1 if i % 3 else None,
+                lexical_score=generator.random() * 5 if i % 3 else None,
+                vector_rank=i + 1,
+                vector_score=generator.random(),
+                session=f"s{i % 4}",
+                seq=i,
+            )
+            for i in range(60)
+        ]
+        question = "When did she paint the garden?" if trial % 2 else "What tea in 2023?"
+        full = rank(question, candidates, now="2024-01-01T00:00:00Z")
+        for limit in (1, 3, 10):
+            head = rank(question, candidates, now="2024-01-01T00:00:00Z", limit=limit)
+            assert head == full[:limit]
+
+
+def test_a_keyword_query_counts_its_first_word_as_a_name() -> None:
+    from troth.core.query import named_terms
+
+    assert named_terms("Paris Lyon") == ["paris", "lyon"]
+    assert named_terms("Describe the trip to Lyon") == ["lyon"]
+    assert named_terms("Lyon?") == []

@@ -319,3 +319,29 @@ def test_the_gate_comes_from_the_environment_and_bad_values_are_named(tmp_path: 
                 principal="human:alice",
                 environ={"TROTH_MAX_CONCURRENT_RECALLS": bad},
             )
+
+
+def test_nothing_fits_returns_no_hit_unless_the_floor_is_off(mind: Memory) -> None:
+    # The case: the tea memory is gone, so nothing about tea is held.
+    novels = mind.remember("I read novels before bed")
+    assert mind.recall("what tea do I like?") == []
+    unfloored = mind.recall(Query(text="what tea do I like?", min_relevance=None))
+    assert [h.memory.id for h in unfloored] == [novels.id]
+    hits = mind.recall("which novels do I read?")
+    assert [h.memory.id for h in hits] == [novels.id]
+    assert hits[0].why["relevance"]["coverage"] == 1.0
+    assert hits[0].why["relevance"]["missing_names"] == []
+
+
+def test_a_question_naming_someone_the_ledger_never_mentions_gets_no_hit(mind: Memory) -> None:
+    mind.remember("Caroline: I painted a sunrise over the lake")
+    assert ids(mind, "What did Caroline paint?") != []
+    assert ids(mind, "What did Melanie paint?") == []
+    # A month or a word opening the question is no name.
+    assert ids(mind, "Painted what in July?") != []
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5])
+def test_min_relevance_out_of_range_is_refused(mind: Memory, value: float) -> None:
+    with pytest.raises(InvalidInputError, match="min_relevance is a share"):
+        mind.recall(Query(text="tea", min_relevance=value))

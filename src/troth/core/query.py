@@ -26,6 +26,8 @@ __all__ = [
     "fts5_match_expression",
     "has_time_expression",
     "lexical_terms",
+    "named_terms",
+    "term_pattern",
     "tokenize",
 ]
 
@@ -208,6 +210,7 @@ class QueryAnalysis:
     asks_when: bool
     years: tuple[int, ...]
     months: tuple[int, ...]
+    names: tuple[str, ...] = ()
 
 
 def analyze_query(text: str) -> QueryAnalysis:
@@ -230,6 +233,7 @@ def analyze_query(text: str) -> QueryAnalysis:
         asks_when=bool(_TEMPORAL_QUESTION.search(text)),
         years=years,
         months=months,
+        names=tuple(named_terms(text)),
     )
 
 
@@ -245,3 +249,58 @@ def _is_abbr(token: str) -> bool:
 def has_time_expression(text: str) -> bool:
     """Whether a memory's text mentions a time (relative word, month, weekday, year)."""
     return _TIME_EXPRESSION.search(text) is not None
+
+
+_CALENDAR_WORDS = (
+    frozenset(_MONTHS) | frozenset(_WEEKDAYS) | frozenset(_MONTH_ABBREVIATIONS) | {"sept"}
+)
+_WORD_WITH_CASE = re.compile(r"[^\W_]+(?:[" + _APOSTROPHES + r"][^\W_]+)*", re.UNICODE)
+
+
+def named_terms(text: str) -> list[str]:
+    """The words a query names as things: capitalised inside the sentence, lower-cased.
+
+    A word written with a capital that does not open the text ("What did *Caroline*
+    paint?", "the trip to *Oslo*"), or any capitalised word of a keyword query ("*Paris*
+    *Lyon*"), is a name, the most specific word a question can
+    have. Stopwords ("The Four Seasons"), month and weekday names, and words in capitals
+    throughout (acronyms, "I") are not counted. The relevance floor uses them: a ledger
+    that holds no memory naming the thing holds no answer about it (docs/retrieval.md).
+    """
+    names: dict[str, None] = {}
+    words = _WORD_WITH_CASE.findall(text)
+    # A sentence's first word is capitalised by grammar; in a list of keywords ("Paris
+    # Lyon": no stopword, no question mark) it is capitalised because it is a name.
+    keywords = "?" not in text and not any(w.lower() in STOPWORDS for w in words)
+    for index, word in enumerate(words):
+        base = re.split("[" + _APOSTROPHES + "]", word, maxsplit=1)[0]
+        lower = base.lower()
+        if (
+            (index > 0 or keywords)
+            and base[:1].isupper()
+            and not base.isupper()
+            and lower not in STOPWORDS
+            and lower not in _CALENDAR_WORDS
+        ):
+            names[lower] = None
+    return list(names)
+
+
+def term_pattern(term: str, *, prefix: bool = True) -> re.Pattern[str]:
+    """A regular expression finding ``term`` in lower-case text roughly as the index would.
+
+    The term loses a plain inflection (``-s``, ``-es``, ``-ed``, ``-ing``, ``-ly``); a
+    root of four letters or more then matches as a word prefix ("painting" finds
+    "painted", "paints"), a shorter one as a word with an inflection at most ("cat" finds
+    "cats", not "catalogue"). An approximation of FTS5's porter stemmer that needs no
+    index, so that both backends judge relevance alike.
+    """
+    root = term
+    for suffix in ("ing", "ed", "es", "ly", "s") if prefix else ():
+        if len(term) > len(suffix) + 2 and term.endswith(suffix):
+            root = term[: -len(suffix)]
+            break
+    escaped = re.escape(root)
+    if prefix and len(root) >= 5:
+        return re.compile(r"(?<![^\W_])" + escaped)
+    return re.compile(r"(?<![^\W_])" + escaped + r"(?:s|es|ed|ing|d)?(?![^\W_])")

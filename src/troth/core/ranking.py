@@ -22,6 +22,10 @@ The score of a candidate, in order:
    recency (only with ``now``), and a penalty for stale memories.
 
 Each step is recorded in the hit's :class:`Explanation`.
+
+:func:`assess_relevance` then says whether anything fits at all (the relevance floor,
+:class:`RelevanceFloor`): a recall whose best hits share too little of the question's
+words, or that names something no candidate mentions, returns nothing.
 """
 
 from __future__ import annotations
@@ -32,15 +36,25 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Literal
 
-from troth.core.query import QueryAnalysis, analyze_query, has_time_expression, tokenize
+from troth.core.query import (
+    QueryAnalysis,
+    analyze_query,
+    has_time_expression,
+    term_pattern,
+    tokenize,
+)
 
 __all__ = [
     "ADDITIVE_ADJUSTMENTS",
+    "DEFAULT_FLOOR",
     "DEFAULT_RANKING",
     "Candidate",
     "Explanation",
     "RankedHit",
     "RankingConfig",
+    "Relevance",
+    "RelevanceFloor",
+    "assess_relevance",
     "rank",
 ]
 
@@ -152,49 +166,99 @@ def rank(
     if now_dt is not None and now_dt.tzinfo is None:
         now_dt = now_dt.replace(tzinfo=UTC)
 
-    hits = []
+    # The per-candidate work is kept to arithmetic and dictionary look-ups: a recall ranks
+    # ~1,000 candidates, and the hit objects are built for the returned ones only.
+    named_date = bool(config.date_weight and (analysis.years or analysis.months))
+    speaker_hit: dict[str, bool] = {}
+    dates: dict[str, datetime | None] = {}
+    scored: list[tuple[float, str, Candidate, dict[str, float], float, float]] = []
     for candidate in unique:
+        memory_id = candidate.memory_id
         adjustments: dict[str, float] = {}
-        score = base[candidate.memory_id]
-        lift = neighbour_lift.get(candidate.memory_id, 0.0)
+        score = base[memory_id]
+        lift = neighbour_lift.get(memory_id, 0.0)
         if lift:
             adjustments["neighbours"] = lift
             score += lift
-        lift = session_lift.get(candidate.memory_id, 0.0)
+        lift = session_lift.get(memory_id, 0.0)
         if lift:
             adjustments["session"] = lift
             score += lift
-        if analysis.asks_when and config.when_weight and has_time_expression(candidate.text):
-            adjustments["when"] = config.when_weight
-            score += config.when_weight
-        if config.date_weight and _matches_named_date(candidate.created_at, analysis):
+        if named_date and _matches_named_date(candidate.created_at, analysis, dates):
             adjustments["date"] = config.date_weight
             score += config.date_weight
-        if (
-            config.speaker_weight
-            and candidate.speaker
-            and set(tokenize(candidate.speaker)) & query_tokens
-        ):
-            adjustments["speaker"] = config.speaker_weight
-            score += config.speaker_weight
-        factor = _lifecycle_factor(candidate, now_dt, config, adjustments)
-        score *= factor
-        hits.append(
-            RankedHit(
-                memory_id=candidate.memory_id,
-                score=score,
-                explanation=Explanation(
-                    lexical_rank=candidate.lexical_rank,
-                    vector_rank=candidate.vector_rank,
-                    lexical_score=candidate.lexical_score,
-                    vector_score=candidate.vector_score,
-                    base=base[candidate.memory_id],
-                    adjustments=adjustments,
-                ),
-            )
+        speaker = candidate.speaker
+        if config.speaker_weight and speaker:
+            named = speaker_hit.get(speaker)
+            if named is None:
+                named = speaker_hit[speaker] = bool(set(tokenize(speaker)) & query_tokens)
+            if named:
+                adjustments["speaker"] = config.speaker_weight
+                score += config.speaker_weight
+        factor = _lifecycle_factor(candidate, now_dt, config, adjustments, dates)
+        scored.append((score * factor, memory_id, candidate, adjustments, score, factor))
+    when_weight = config.when_weight if analysis.asks_when else 0.0
+    if when_weight:
+        scored = _lift_when(scored, when_weight, limit)
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [
+        RankedHit(
+            memory_id=memory_id,
+            score=score,
+            explanation=Explanation(
+                lexical_rank=candidate.lexical_rank,
+                vector_rank=candidate.vector_rank,
+                lexical_score=candidate.lexical_score,
+                vector_score=candidate.vector_score,
+                base=base[memory_id],
+                adjustments=adjustments,
+            ),
         )
-    hits.sort(key=lambda hit: (-hit.score, hit.memory_id))
-    return hits if limit is None else hits[:limit]
+        for score, memory_id, candidate, adjustments, _, _ in (
+            scored if limit is None else scored[:limit]
+        )
+    ]
+
+
+_Scored = tuple[float, str, "Candidate", dict[str, float], float, float]
+_ADJUSTMENT_ORDER = ("neighbours", "session", "when", "date", "speaker")
+
+
+def _lift_when(scored: list[_Scored], weight: float, limit: int | None) -> list[_Scored]:
+    """Add the *when* lift to the candidates whose text names a time.
+
+    The time-expression search is the costliest test per candidate, so with a ``limit``
+    it runs only where it can change the result: in order of the score a candidate would
+    have with the lift, stopping once that is below the ``limit``-th score found so far
+    (exactly the order of lifting every one).
+    """
+    if limit is None:
+        return [_with_when(item, weight) for item in scored]
+    scored.sort(key=lambda item: (-(item[4] + weight) * item[5], item[1]))
+    out: list[_Scored] = []
+    best: list[tuple[float, str]] = []  # the ``limit`` best (score, id) found, sorted
+    for position, item in enumerate(scored):
+        ceiling = (item[4] + weight) * item[5]
+        if len(best) >= limit and ceiling < best[limit - 1][0]:
+            out.extend(scored[position:])  # none of the rest can reach the top
+            break
+        lifted = _with_when(item, weight)
+        out.append(lifted)
+        best.append((lifted[0], lifted[1]))
+        best.sort(key=lambda pair: (-pair[0], pair[1]))
+        del best[limit:]
+    return out
+
+
+def _with_when(item: _Scored, weight: float) -> _Scored:
+    _, memory_id, candidate, adjustments, additive, factor = item
+    if not has_time_expression(candidate.text):
+        return item
+    ordered = {**adjustments, "when": weight}
+    ordered = {k: ordered[k] for k in _ADJUSTMENT_ORDER if k in ordered} | {
+        k: v for k, v in adjustments.items() if k not in _ADJUSTMENT_ORDER
+    }
+    return ((additive + weight) * factor, memory_id, candidate, ordered, additive + weight, factor)
 
 
 def _dedupe(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -256,20 +320,18 @@ def _neighbour_lift(
         if c.session is not None and c.seq is not None:
             key = (c.session, c.seq)
             by_position[key] = max(by_position.get(key, 0.0), base[c.memory_id])
+    offsets = [o for span in range(1, config.neighbour_span + 1) for o in (-span, span)]
     lift = {}
     for c in candidates:
         if c.session is None or c.seq is None:
             continue
         # The strongest turn within the span on either side (summing them, or weighting
         # farther turns less, did worse on LoCoMo: docs/retrieval.md).
-        pooled = max(
-            (
-                by_position.get((c.session, c.seq + offset), 0.0)
-                for span in range(1, config.neighbour_span + 1)
-                for offset in (-span, span)
-            ),
-            default=0.0,
-        )
+        pooled = 0.0
+        for offset in offsets:
+            value = by_position.get((c.session, c.seq + offset), 0.0)
+            if value > pooled:
+                pooled = value
         if pooled > 0:
             lift[c.memory_id] = config.neighbour_weight * pooled
     return lift
@@ -282,11 +344,12 @@ def _session_lift(
     # matching memories are likelier answers than an isolated match elsewhere.
     if not config.session_weight:
         return {}
-    by_session: dict[str, list[float]] = {}
+    strength: dict[str, float] = {}
     for c in candidates:
         if c.session is not None:
-            by_session.setdefault(c.session, []).append(base[c.memory_id])
-    strength = {session: max(scores) for session, scores in by_session.items()}
+            value = base[c.memory_id]
+            if value > strength.get(c.session, -math.inf):
+                strength[c.session] = value
     return {
         c.memory_id: config.session_weight * strength[c.session]
         for c in candidates
@@ -294,10 +357,12 @@ def _session_lift(
     }
 
 
-def _matches_named_date(created_at: str, analysis: QueryAnalysis) -> bool:
+def _matches_named_date(
+    created_at: str, analysis: QueryAnalysis, dates: dict[str, datetime | None]
+) -> bool:
     if not analysis.years and not analysis.months:
         return False
-    created = _parse_datetime(created_at)
+    created = _parse_cached(created_at, dates)
     if created is None:
         return False
     if analysis.years and created.year not in analysis.years:
@@ -310,6 +375,7 @@ def _lifecycle_factor(
     now: datetime | None,
     config: RankingConfig,
     adjustments: dict[str, float],
+    dates: dict[str, datetime | None],
 ) -> float:
     factor = 1.0
     if candidate.importance is not None and config.importance_weight:
@@ -322,7 +388,7 @@ def _lifecycle_factor(
         adjustments["confidence"] = value
         factor *= value
     if now is not None and config.recency_weight:
-        created = _parse_datetime(candidate.created_at)
+        created = _parse_cached(candidate.created_at, dates)
         if created is not None:
             age_days = max((now - created).total_seconds() / 86400.0, 0.0)
             freshness = math.pow(0.5, age_days / config.recency_half_life_days)
@@ -333,6 +399,13 @@ def _lifecycle_factor(
         adjustments["stale"] = config.stale_factor
         factor *= config.stale_factor
     return factor
+
+
+def _parse_cached(value: str, dates: dict[str, datetime | None]) -> datetime | None:
+    # Memories of one session share their date: parse each distinct string once.
+    if value not in dates:
+        dates[value] = _parse_datetime(value)
+    return dates[value]
 
 
 def _clamp(value: float) -> float:
@@ -351,3 +424,99 @@ def _parse_datetime(value: str | None) -> datetime | None:
             return None
     # Naive times are taken as UTC so that they compare with aware ones.
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceFloor:
+    """When a recall returns nothing: the calibrated defaults of docs/retrieval.md.
+
+    ``min_coverage``: the best of the top hits must hold at least this share of the
+    question's content words. ``rescue_cosine``: a question none of whose words are
+    held still passes when a candidate's cosine reaches this (a paraphrase; the value
+    suits the shipped static model and is conservative for stronger ones, whose
+    unrelated pairs score lower). ``names``: a question naming things (capitalised
+    words, :func:`troth.core.query.named_terms`) none of which a candidate mentions
+    fails.
+    """
+
+    min_coverage: float = 0.25
+    rescue_cosine: float | None = 0.85
+    names: bool = True
+
+
+DEFAULT_FLOOR = RelevanceFloor()
+
+
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    """How well the best hits fit the question, for the relevance floor."""
+
+    coverage: float
+    cosine: float | None
+    missing_names: tuple[str, ...]
+    names: tuple[str, ...] = ()
+
+    def fits(self, floor: RelevanceFloor = DEFAULT_FLOOR) -> bool:
+        """Whether the hits clear ``floor``."""
+        # Every name missing: the question is about someone or something else. One of
+        # several missing ("did she move from Lyon to Paris?") still leaves an answer.
+        if floor.names and self.names and len(self.missing_names) == len(self.names):
+            return False
+        if self.coverage >= floor.min_coverage:
+            return True
+        return (
+            floor.rescue_cosine is not None
+            and self.cosine is not None
+            and self.cosine >= floor.rescue_cosine
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready view (a recall hit's ``why["relevance"]``)."""
+        return {
+            "coverage": round(self.coverage, 6),
+            "cosine": None if self.cosine is None else round(self.cosine, 6),
+            "missing_names": list(self.missing_names),
+        }
+
+
+def assess_relevance(
+    query: str | QueryAnalysis,
+    candidates: Sequence[Candidate],
+    hits: Sequence[RankedHit],
+    *,
+    top: int = 10,
+) -> Relevance:
+    """Measure how well the ranked ``hits`` (of ``candidates``) fit the question.
+
+    ``coverage`` is the largest share of the question's content words that one of the
+    first ``top`` hits contains (matched by :func:`troth.core.query.term_pattern`);
+    ``cosine`` the best vector similarity among the candidates; ``missing_names`` the
+    named words no lexical candidate's text contains (any candidate's, without lexical
+    candidates). ``top`` is fixed rather than the recall's
+    limit so that the floor's answer does not depend on how many hits were asked for.
+    """
+    analysis = query if isinstance(query, QueryAnalysis) else analyze_query(query)
+    cosines = [c.vector_score for c in candidates if c.vector_score is not None]
+    cosine = max(cosines) if cosines else None
+    texts = {c.memory_id: c.text.lower() for c in candidates}
+    patterns = [term_pattern(term) for term in analysis.terms]
+    coverage = 0.0
+    if patterns:
+        for hit in hits[:top]:
+            text = texts.get(hit.memory_id, "")
+            share = sum(1 for p in patterns if p.search(text)) / len(patterns)
+            coverage = max(coverage, share)
+            if coverage == 1.0:
+                break
+    missing: tuple[str, ...] = ()
+    if analysis.names:
+        # The lexical index returns every memory holding one of the question's words (up
+        # to its depth), so a name none of them holds is in no memory; the vector
+        # candidates are read only when the lexical index was not asked. One search over
+        # the joined text: cheap, and a held name is usually found at once.
+        lexical = [c.text.lower() for c in candidates if c.lexical_rank is not None]
+        everything = "\n".join(lexical or texts.values())
+        missing = tuple(
+            n for n in analysis.names if not term_pattern(n, prefix=False).search(everything)
+        )
+    return Relevance(coverage=coverage, cosine=cosine, missing_names=missing, names=analysis.names)

@@ -80,6 +80,12 @@ class Reads:
         check.utc_time(query.as_of, "as_of")
         if not query.indexes or set(query.indexes) - {"lexical", "vector"}:
             raise InvalidInputError("indexes must name lexical, vector or both", field="indexes")
+        if query.min_relevance is not None and not 0.0 <= query.min_relevance <= 1.0:
+            raise InvalidInputError(
+                "min_relevance is a share of the query's words, from 0 to 1 (or None for no"
+                f" relevance floor); {query.min_relevance!r} was given",
+                field="min_relevance",
+            )
         now = (
             self.clock() if query.now is None else parse_time(str(check.utc_time(query.now, "now")))
         )

@@ -10,12 +10,12 @@ memories are read in full.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from troth.core.query import Term, analyze_query, candidate_limits, lexical_terms
-from troth.core.ranking import Candidate, rank
+from troth.core.ranking import DEFAULT_FLOOR, Candidate, assess_relevance, rank
 from troth.core.records import MemoryRecord
 from troth.storage.base import MemoryFilter, RecallRow
 
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from troth.storage.base import Store
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# The floor judges the first ten hits whatever the limit (docs/retrieval.md).
+_FLOOR_TOP = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,11 @@ class Query:
     trail, among those whose text is still held (erased text stays erased). ``now``
     (default: the facade's clock) decides expiry, staleness and recency. ``indexes``
     chooses the candidate sources (``lexical``, ``vector``; both by default).
+    ``min_relevance`` is the relevance floor (docs/retrieval.md, "Nothing when nothing
+    fits"): the share of the question's content words the best of the top ten hits must
+    hold, else (unless a candidate's cosine reaches the floor's paraphrase level) the
+    recall returns no hit; a question naming something no found memory mentions returns
+    none either. ``None`` turns the floor off (the top ``limit`` are returned, however weak).
     """
 
     text: str
@@ -52,6 +59,7 @@ class Query:
     as_of: str | None = None
     now: str | None = None
     indexes: tuple[str, ...] = ("lexical", "vector")
+    min_relevance: float | None = DEFAULT_FLOOR.min_coverage
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +223,18 @@ def recall(
         ]
     candidates = [_candidate(row, scores, stale) for row, scores, stale in kept]
     analysis = analyze_query(text)
-    ranked = rank(analysis, candidates, now=now, limit=query.limit)
+    ranked = rank(analysis, candidates, now=now, limit=max(query.limit, _FLOOR_TOP))
+    relevance = assess_relevance(analysis, candidates, ranked, top=_FLOOR_TOP)
+    floor = query.min_relevance
+    if floor is not None and not relevance.fits(replace(DEFAULT_FLOOR, min_coverage=floor)):
+        return []
+    ranked = ranked[: query.limit]
     missing = [best.memory_id for best in ranked if best.memory_id not in held]
     if missing:
         held |= store.get_many(owner, missing)
+    fit = relevance.to_dict()
     return [
-        RecallHit(held[best.memory_id], best.score, best.explanation.to_dict())
+        RecallHit(held[best.memory_id], best.score, best.explanation.to_dict() | {"relevance": fit})
         for best in ranked
         if best.memory_id in held
     ]
