@@ -141,7 +141,22 @@ SIGNALS: Final[tuple[tuple[str, int, frozenset[str] | None, re.Pattern[str]], ..
         (
             "role or delimiter",
             2,
-            frozenset([":", "<", "[", "#", "--", "follow"]),
+            frozenset(
+                [
+                    "system",
+                    "assistant",
+                    "admin",
+                    "developer",
+                    "ai",
+                    "user",
+                    "human",
+                    "follow",
+                    "<",
+                    "[",
+                    "#",
+                    "--",
+                ]
+            ),
             [
                 r"(?:^|\n)\s*[#>*\s]*(?:system|assistant|admin|developer|ai)\s*(?:message)?\s*:",
                 r"(?:^|\n)\s*(?:user|human)\s*:.*(?:\n|$)(?:.|\n)*(?:assistant|ai)\s*:",
@@ -156,27 +171,7 @@ SIGNALS: Final[tuple[tuple[str, int, frozenset[str] | None, re.Pattern[str]], ..
         (
             "address to a model",
             2,
-            frozenset(
-                [
-                    "you",
-                    "note",
-                    "message",
-                    "notice",
-                    "instruction",
-                    "instructions",
-                    "attention",
-                    "reminder",
-                    "request",
-                    "hidden",
-                    "secret",
-                    "invisible",
-                    "visible",
-                    "dear",
-                    "hey",
-                    "hi",
-                ]
-            )
-            - {"you"}
+            frozenset(["humans", "people", "readers", "user"])
             | frozenset(
                 [
                     "ai",
@@ -341,7 +336,20 @@ SIGNALS: Final[tuple[tuple[str, int, frozenset[str] | None, re.Pattern[str]], ..
         (
             "turn or directive marker",
             1,
-            frozenset([":"]),
+            frozenset(
+                [
+                    "user",
+                    "human",
+                    "assistant",
+                    "todo",
+                    "action",
+                    "required",
+                    "instruction",
+                    "instructions",
+                    "task",
+                    "step",
+                ]
+            ),
             [
                 r"\n\s*(?:user|human|assistant)\s*:",
                 r"(?:^|\n)\s*(?:todo|action required|required action|instructions?|task"
@@ -407,8 +415,11 @@ SIGNALS: Final[tuple[tuple[str, int, frozenset[str] | None, re.Pattern[str]], ..
             frozenset(
                 [
                     "!!",
-                    ":",
                     "important",
+                    "critical",
+                    "urgent",
+                    "warning",
+                    "attention",
                     "verified",
                     "approved",
                     "authorized",

@@ -66,13 +66,158 @@ _HEALTH: Final = re.compile(
 )
 
 
+# The words every minors pattern needs one of: most text has none and skips the patterns.
+_MINOR_WORDS: Final = frozenset(
+    [
+        *("child", "children", "kid", "kids", "kiddo", "kiddos", "toddler", "toddlers"),
+        *("baby", "babies", "infant", "infants", "newborn", "newborns", "minor", "minors"),
+        *("teen", "teens", "teenager", "teenagers", "preteen", "preteens", "stepkid"),
+        *("stepkids", "son", "sons", "daughter", "daughters", "stepson", "stepsons"),
+        *("stepdaughter", "stepdaughters", "niece", "nieces", "nephew", "nephews"),
+        *("grandson", "grandsons", "granddaughter", "granddaughters", "grandchild"),
+        *("grandchildren", "grandkid", "grandkids", "year", "month"),
+    ]
+)
+
+
 def looks_like_minor(text: str) -> bool:
     """True when ``text`` is about a child."""
+    if set(_WORD.findall(text.lower())).isdisjoint(_MINOR_WORDS):
+        return False
     if _CHILD.search(text) or _AGED.search(text):
         return True
     return bool(_OFFSPRING.search(text) and _CHILDHOOD.search(text))
 
 
+# The words _HEALTH's alternatives are built on: a text holding none of them skips the long
+# pattern, as ordinary text does (the policy reads every write; a set lookup per word is far
+# cheaper than trying a hundred alternatives at every position).
+_HEALTH_WORDS: Final = frozenset(
+    [
+        "diagnosed",
+        "diagnosis",
+        "diagnoses",
+        "prescribed",
+        "prescription",
+        "prescriptions",
+        "medication",
+        "medications",
+        "meds",
+        "antibiotic",
+        "antibiotics",
+        "antidepressant",
+        "antidepressants",
+        "insulin",
+        "chemo",
+        "chemotherapy",
+        "radiotherapy",
+        "physiotherapy",
+        "therapy",
+        "therapist",
+        "counsellor",
+        "counselor",
+        "psychologist",
+        "psychiatrist",
+        "surgery",
+        "surgeries",
+        "surgeon",
+        "operation",
+        "hospitalised",
+        "hospitalized",
+        "hospital",
+        "icu",
+        "a&e",
+        "emergency",
+        "blood",
+        "cholesterol",
+        "asthma",
+        "diabetes",
+        "diabetic",
+        "cancer",
+        "tumour",
+        "tumor",
+        "leukemia",
+        "leukaemia",
+        "epilepsy",
+        "epileptic",
+        "migraine",
+        "migraines",
+        "arthritis",
+        "allergy",
+        "allergies",
+        "allergic",
+        "intolerant",
+        "intolerance",
+        "celiac",
+        "coeliac",
+        "crohn",
+        "crohns",
+        "hiv",
+        "aids",
+        "hepatitis",
+        "covid",
+        "depression",
+        "depressed",
+        "anxiety",
+        "panic",
+        "ptsd",
+        "adhd",
+        "autism",
+        "autistic",
+        "bipolar",
+        "schizophrenia",
+        "schizophrenic",
+        "eating",
+        "anorexia",
+        "anorexic",
+        "bulimia",
+        "bulimic",
+        "ocd",
+        "insomnia",
+        "apnea",
+        "pregnant",
+        "pregnancy",
+        "miscarriage",
+        "ivf",
+        "infertile",
+        "infertility",
+        "menopause",
+        "heart",
+        "stroke",
+        "dementia",
+        "alzheimer",
+        "alzheimers",
+        "parkinson",
+        "parkinsons",
+        "disability",
+        "disabilities",
+        "disabled",
+        "wheelchair",
+        "chronic",
+        "illness",
+        "disease",
+        "symptom",
+        "symptoms",
+        "side",
+        "mg",
+        "dosage",
+        "relapse",
+        "rehab",
+        "sober",
+        "addiction",
+        "doctor",
+        "gp",
+        "physician",
+        "dentist",
+        "cardiologist",
+        "oncologist",
+        "dermatologist",
+    ]
+)
+_WORD: Final = re.compile(r"[a-z&]+")
+
+
 def looks_like_health(text: str) -> bool:
     """True when ``text`` is about someone's health: a condition, a treatment, a clinician."""
-    return bool(_HEALTH.search(text))
+    words = set(_WORD.findall(text.lower()))
+    return not words.isdisjoint(_HEALTH_WORDS) and bool(_HEALTH.search(text))
