@@ -63,12 +63,7 @@ LAZY_CYCLE_EDGES: dict[tuple[str, str], str] = {
     # imports the facade. The import is inside the method, so nothing loads in a circle.
     ("troth.service.memory", "troth.config"): "Memory.open builds through troth.config",
 }
-LONG_CLASSES: dict[tuple[str, str], str] = {
-    # The storage packages are being split by concern (issue 14, the storage half, on its
-    # own branch); these two go when that lands.
-    ("storage/sqlite.py", "SQLiteStore"): "split into storage/sqlite/ by the storage half",
-    ("storage/postgres.py", "PostgresStore"): "split into storage/postgres/ by the storage half",
-}
+LONG_CLASSES: dict[tuple[str, str], str] = {}
 # Private names that are public API by the standard library's own convention.
 PUBLIC_UNDERSCORED = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
 

@@ -60,13 +60,14 @@ def tsquery_text(terms: Sequence[Term]) -> str:
 def lexical(
     db: psycopg.Connection[Any], owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
 ) -> list[Hit]:
-    """Full-text candidates ranked by ``ts_rank_cd`` (higher is better)."""
+    """Full-text candidates ranked by ``ts_rank_cd`` over the text's length (higher is better):
+    a word repeated does not outrank the text that says it once (normalisation 2)."""
     terms = [term for term in terms if term.text]
     if not terms:
         return []
     where, params = FILTERS.where(owner, query)
     statement = (
-        "SELECT id, ts_rank_cd(body, q) AS score FROM memories,"
+        "SELECT id, ts_rank_cd(body, q, 2) AS score FROM memories,"
         f" to_tsquery(%s::regconfig, %s) AS q WHERE body @@ q AND {where}"
         ' ORDER BY score DESC, seq DESC, id COLLATE "C" LIMIT %s'
     )
