@@ -20,6 +20,7 @@ Measured in ``tests/core/test_topics.py``; the default policy turns each on unde
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Final
 
 _WHOSE = r"(?:my|our|his|her|their|your|[A-Z][a-z]+'s)\s+(?:[\w-]+\s+)?"
@@ -82,7 +83,7 @@ _MINOR_WORDS: Final = frozenset(
 
 def looks_like_minor(text: str) -> bool:
     """True when ``text`` is about a child."""
-    if set(_WORD.findall(text.lower())).isdisjoint(_MINOR_WORDS):
+    if _words(text).isdisjoint(_MINOR_WORDS):
         return False
     if _CHILD.search(text) or _AGED.search(text):
         return True
@@ -217,7 +218,13 @@ _HEALTH_WORDS: Final = frozenset(
 _WORD: Final = re.compile(r"[a-z&]+")
 
 
+@lru_cache(maxsize=4)
+def _words(text: str) -> frozenset[str]:
+    """A text's lower-case words; the policy asks both detectors about the same text in turn."""
+    return frozenset(_WORD.findall(text.lower()))
+
+
 def looks_like_health(text: str) -> bool:
     """True when ``text`` is about someone's health: a condition, a treatment, a clinician."""
-    words = set(_WORD.findall(text.lower()))
+    words = _words(text)
     return not words.isdisjoint(_HEALTH_WORDS) and bool(_HEALTH.search(text))
