@@ -337,7 +337,7 @@ def test_an_export_downloads_as_a_file(
 ) -> None:
     sign_in(page, served, demo.erin, ERIN)
     page.click("nav button[data-view=ledger]")
-    with page.expect_download() as info:
+    with page.expect_download(timeout=60_000) as info:  # a loaded machine is slow to export
         page.click(f"button[data-export={fmt}]")
     download = info.value
     assert download.suggested_filename.endswith(suffix)
