@@ -54,10 +54,16 @@ def stored_files(store: Store) -> list[Path]:
     return [p for p in store.path.parent.rglob("*") if p.is_file()]
 
 
-def files_holding(store: Store, needle: str | bytes) -> list[str]:
-    """The names of the store's files whose bytes contain ``needle``."""
+def files_holding(store: Store | Path, needle: str | bytes) -> list[str]:
+    """The names of the store's files (or of every file under a home directory) whose bytes
+    contain ``needle``."""
     data = needle.encode() if isinstance(needle, str) else needle
-    return sorted(p.name for p in stored_files(store) if data in p.read_bytes())
+    files = (
+        [p for p in store.rglob("*") if p.is_file()]
+        if isinstance(store, Path)
+        else stored_files(store)
+    )
+    return sorted(p.name for p in files if data in p.read_bytes())
 
 
 def reopen(store: Store) -> Store:

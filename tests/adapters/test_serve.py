@@ -16,16 +16,11 @@ from pathlib import Path
 
 import httpx2
 
+from tests.backends import files_holding
 from tests.service.test_erasure import CANARY, TOKENS
 from troth.service.memory import Memory
 
 ALICE = "human:alice"
-
-
-def files_under(home: Path, needle: str) -> list[str]:
-    """The names of the files under ``home`` whose bytes hold ``needle``."""
-    data = needle.encode()
-    return sorted(p.name for p in home.rglob("*") if p.is_file() and data in p.read_bytes())
 
 
 def _free_port() -> int:
@@ -105,9 +100,9 @@ def test_serve_erases_text_whose_time_to_live_ends_while_it_runs(tmp_path: Path)
             doomed = memory.remember(
                 f"temporary {CANARY}", title=CANARY, expires=due.strftime("%Y-%m-%dT%H:%M:%SZ")
             )
-        assert files_under(home, CANARY), "positive control: the canary is on disk"
+        assert files_holding(home, CANARY), "positive control: the canary is on disk"
         deadline = time.monotonic() + 30
-        while files_under(home, CANARY) or files_under(home, TOKENS[0]):
+        while files_holding(home, CANARY) or files_holding(home, TOKENS[0]):
             assert server.poll() is None, "the server stopped"
             assert time.monotonic() < deadline, "the served store never erased the text"
             time.sleep(0.2)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from troth.adapters.console import Context, handled, with_json
+from troth.adapters.console import Context, handled, json_option, with_json
 from troth.config import build_sealer
 from troth.core.access import (
     AGENT_DEFAULT_SCOPES,
@@ -33,7 +33,6 @@ def _scopes(value: str | None, principal: str) -> tuple[str, ...]:
     return tuple(s for s in value.split(",") if s.strip())
 
 
-json_flag = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 tool_names_option = click.option(
     "--tool-names",
     type=click.Choice(["dotted", "underscore"]),
@@ -65,7 +64,7 @@ def token() -> None:
     help="never, a duration (30m, 12h, 90d, 2w) or a UTC time.",
 )
 @click.option("--label", help="A note to recognise the token by (device, client).")
-@json_flag
+@json_option
 @click.pass_obj
 def token_create(
     obj: Context,
@@ -100,7 +99,7 @@ def token_create(
 
 @token.command(name="list")
 @click.option("--principal", help="Only this principal's tokens.")
-@json_flag
+@json_option
 @click.pass_obj
 def token_list(obj: Context, principal: str | None, as_json: bool) -> None:
     """List tokens (never their secrets)."""
@@ -121,7 +120,7 @@ def token_list(obj: Context, principal: str | None, as_json: bool) -> None:
 
 @token.command(name="revoke")
 @click.argument("token_id")
-@json_flag
+@json_option
 @click.pass_obj
 def token_revoke(obj: Context, token_id: str, as_json: bool) -> None:
     """Revoke a token at once: later requests with it get 401."""
