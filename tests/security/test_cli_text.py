@@ -37,7 +37,7 @@ def views(home: Path, memory_id: str, words: str) -> dict[str, Result]:
         "list": run(home, "list"),
         "show": run(home, "show", memory_id),
         "log": run(home, "log"),
-        "recall": run(home, "recall", words),
+        "recall": run(home, "recall", "--", words),  # a text may start with a dash
     }
 
 
