@@ -63,8 +63,18 @@ _LEET: Final = str.maketrans("013457@$", "oieastas")
 _MIXED_WORD: Final = re.compile(r"\b(?=\w*[a-z])(?=\w*[0-9@$])[\w@$]+\b")
 _SPACED: Final = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
 _SPACE: Final = re.compile(r"[ \t\r\f\v]+")
-_LEETY: Final = re.compile(r"[a-z][0-9@$]|[0-9@$][a-z]")
-_UNEVEN_SPACE: Final = re.compile(r"[ \t\r\f\v][\t\r\f\v ]|[\t\r\f\v]")
+# A digit-like character beside a letter. Written to start with a character class, so the
+# regex engine skips ahead to candidates in C instead of trying two branches at every
+# position: the detector runs on every write (bench.write_cost).
+_LEETY: Final = re.compile(r"[0-9@$](?:(?<=[a-z][0-9@$])|(?=[a-z]))")
+# What every run of spaced letters holds (its second and third letters, between spaces);
+# a literal first character lets the engine skip ahead, so most text never tries _SPACED.
+_SPACED_CUE: Final = re.compile(r" [a-z] [a-z] ")
+
+
+def _uneven_space(text: str) -> bool:
+    """Whether ``text`` has a run of spaces, or a tab, return, form feed or vertical tab."""
+    return "  " in text or "\t" in text or "\r" in text or "\f" in text or "\v" in text
 
 
 def normalise(text: str) -> str:
@@ -79,9 +89,9 @@ def normalise(text: str) -> str:
     # Each rewrite runs only where a cheap search finds what it rewrites.
     if _LEETY.search(text):
         text = _MIXED_WORD.sub(lambda m: m.group().translate(_LEET), text)
-    if _SPACED.search(text):
+    if _SPACED_CUE.search(text) and _SPACED.search(text):
         text = _SPACED.sub(lambda m: m.group().replace(" ", ""), text)
-    return _SPACE.sub(" ", text) if _UNEVEN_SPACE.search(text) else text
+    return _SPACE.sub(" ", text) if _uneven_space(text) else text
 
 
 _GAP = r"(?:[\w'\",-]+\s+){0,6}?"  # up to six words between the parts of one move
@@ -475,13 +485,21 @@ _WEIGHTS: Final = {name: weight for name, weight, _, _ in SIGNALS}
 
 _WORD: Final = re.compile(r"[a-z]+")
 _MARKS: Final = (":", "<", "[", "#", "--", "!!", "](")
+_MARK_CUE: Final = re.compile(r"[:<\[#!\]-]")  # the first characters of the marks above
+# Every word some move needs, and whether a move needs none: a text with none of these
+# words cannot score, and skips the loop over the moves (most text is ordinary).
+_ANY_NEEDED: Final = frozenset().union(*(needs for _, _, needs, _ in SIGNALS if needs))
+_SOME_MOVE_NEEDS_NO_WORD: Final = any(needs is None for _, _, needs, _ in SIGNALS)
 
 
 def injection_score(text: str) -> tuple[int, tuple[str, ...]]:
     """The score of ``text`` and the moves found in it (each counted once)."""
     normal = normalise(text)
     words = set(_WORD.findall(normal))
-    words.update(mark for mark in _MARKS if mark in normal)
+    if _MARK_CUE.search(normal):
+        words.update(mark for mark in _MARKS if mark in normal)
+    if not _SOME_MOVE_NEEDS_NO_WORD and words.isdisjoint(_ANY_NEEDED):
+        return 0, ()
     found = tuple(
         name
         for name, _, needs, pattern in SIGNALS

@@ -36,12 +36,36 @@ _SECRET_PATTERNS = [
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
     r"\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b",
 ]
-_SECRET = re.compile("|".join(f"(?:{p})" for p in _SECRET_PATTERNS), re.IGNORECASE)
+_SECRET = re.compile("|".join(f"(?:{p})" for p in _SECRET_PATTERNS[:-1]), re.IGNORECASE)
+_CARD = re.compile(_SECRET_PATTERNS[-1])
+# Sixteen digits with optional separators, without the word boundaries: it starts with a
+# character class, so the engine skips in C to the first digit; only a hit tries _CARD.
+_CARD_CUE = re.compile(r"\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}")
+
+
+def _may_hold_key(lowered: str) -> bool:
+    """Whether a case-folded text holds what every pattern but the card number needs: one
+    of the patterns' words or prefixes. Most text holds none and skips seven alternatives
+    tried at every position (the policy reads every write; bench.write_cost)."""
+    return (
+        "pass" in lowered
+        or "pin" in lowered
+        or "api" in lowered
+        or "key" in lowered
+        or "token" in lowered
+        or "sk-" in lowered
+        or "_" in lowered
+        or "akia" in lowered
+        or "xox" in lowered
+        or "-----" in lowered
+    )
 
 
 def looks_like_secret(text: str) -> bool:
     """The default credentials detector: passwords, API keys, private keys, card numbers."""
-    return bool(_SECRET.search(text))
+    if _may_hold_key(text.casefold()) and _SECRET.search(text):
+        return True
+    return bool(_CARD_CUE.search(text) and _CARD.search(text))
 
 
 @dataclass(frozen=True, slots=True)
