@@ -17,7 +17,7 @@ PLAIN_UNEVEN = re.compile(r"[ \t\r\f\v][\t\r\f\v ]|[\t\r\f\v]")
 PIECES = [
     *("password", "passwd", "PIN code", "api_key", "API-KEY", "secret key", "auth token"),
     *(" is ", ": ", "=", "sk-", "ghp_", "AKIA", "xoxb-", "-----BEGIN RSA PRIVATE KEY-----"),
-    *("4111", " ", "-", "1111", "ignore", "i g n o r e", "h3ll0", "\t", "  ", "ſ", "K"),
+    *("4111", " ", "-", "1111", "ignore", "i g n o r e", "h3ll0", "\t", "  ", "\u017f", "\u212a"),
     *("previous instructions", "[", "](", "!!", "--", ":", "#", "<", "send", "to"),
 ]
 TEXTS = st.one_of(
