@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for backend, counts in rows:
         values = [counts[n] for n in names]
-        change = f" {values[1] / values[0] - 1:+.0%} |" if len(values) == 2 else ""
+        change = f" {values[1] / values[0] - 1:+.1%} |" if len(values) == 2 else ""
         lines.append(f"| {backend} | " + " | ".join(f"{v:,}" for v in values) + " |" + change)
     for line in lines:
         print(line)
