@@ -400,9 +400,9 @@ class Redactions:
         """Any verified row: a redacted one waits for its match; a personaxis redaction
         tombstone matches its target."""
         entry = record.entry
-        if entry.is_tombstone and entry.content.startswith(_PERSONAXIS_REDACTION):
-            if entry.target is not None:
-                self._targets.add(entry.target)
+        redaction = entry.is_tombstone and entry.content.startswith(_PERSONAXIS_REDACTION)
+        if redaction and entry.target is not None:
+            self._targets.add(entry.target)
         if not entry.redacted:
             return
         about = {t[len(MEMORY_TAG) :] for t in entry.tags if t.startswith(MEMORY_TAG)}

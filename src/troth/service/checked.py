@@ -45,8 +45,8 @@ class CheckedStore:
         """One memory, held against the chain."""
         with self._decoded(owner):
             found = self.raw.get(owner, memory_id)
-        if found is not None:
-            self.check.served(owner, (found,))
+        # Even a miss is answered only from a chain that holds (a swapped chain, say).
+        self.check.served(owner, () if found is None else (found,))
         return found
 
     def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
@@ -104,13 +104,16 @@ class CheckedStore:
     def lexical(
         self, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
     ) -> list[Hit]:
-        """As the backend (candidates only: what recall serves is read with ``get_many``)."""
+        """Candidates, once the owner's chain holds (what recall serves is then read with
+        ``get_many`` and checked): a recall that finds nothing is refused on a bad chain too."""
+        self.check.chain(owner)
         return self.raw.lexical(owner, terms, limit, query)
 
     def vector(
         self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
     ) -> list[Hit]:
-        """As the backend (candidates only)."""
+        """Candidates, once the owner's chain holds (as :meth:`lexical`)."""
+        self.check.chain(owner)
         return self.raw.vector(owner, embedding, limit, query)
 
     def vector_model(self) -> tuple[str, int] | None:

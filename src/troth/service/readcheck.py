@@ -245,9 +245,13 @@ class ReadCheck:
     def refuse(self, owner: str, finding: str, *, repair: str = "", **details: Any) -> NoReturn:
         """Record a finding about ``owner`` and raise it: reads and writes of the owner are
         refused in this process until :meth:`forget` (after a repair)."""
-        how = repair[:1].lower() + repair[1:].rstrip(".") if repair else (
-            f"restore the data from a good copy, or run `troth rebuild --owner {owner}`, which"
-            " rebuilds only from a chain that verifies against its witnessed checkpoint"
+        how = (
+            repair[:1].lower() + repair[1:].rstrip(".")
+            if repair
+            else (
+                f"restore the data from a good copy, or run `troth rebuild --owner {owner}`, which"
+                " rebuilds only from a chain that verifies against its witnessed checkpoint"
+            )
         )
         error = IntegrityError(
             f"{finding}. Nothing more of {owner}'s memories is served here, and writes to"
