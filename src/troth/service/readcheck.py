@@ -21,12 +21,12 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from troth.core import lifecycle
 from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, NotFoundError
 from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
-from troth.core.records import MemoryRecord
+from troth.core.records import KINDS, STATUSES, MemoryRecord
 from troth.storage.base import MemoryFilter, Store, Tip
 
 __all__ = ["Anchor", "ReadCheck", "served_problem"]
@@ -174,9 +174,7 @@ class ReadCheck:
             made = lifecycle.fold(records, owner)
         except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
             self.refuse(owner, f"the events of {owner}'s ledger do not replay ({exc})")
-        stored = self.store.count(owner, MemoryFilter())
-        if stored != len(made):
-            self.refuse(owner, self._count_finding(owner, made, stored), state="projection")
+        self._census(owner, made)
         known = _Known(Tip(result.length, result.head), made)
         self._known[owner] = known
         return known
@@ -229,18 +227,37 @@ class ReadCheck:
                 state="projection",
             )
 
-    def _count_finding(self, owner: str, made: Mapping[str, MemoryRecord], stored: int) -> str:
-        # Only on a finding: name the memory (reading every stored id once).
-        ids = {m.id for m in self.store.memories(owner, MemoryFilter())}
-        extra, missing = sorted(ids - set(made)), sorted(set(made) - ids)
-        if extra:
-            return (
-                f"memory {extra[0]} is stored for {owner}, but the ledger never made it"
-                " (a row inserted, or copied from another owner)"
-            )
-        if missing:
-            return f"memory {missing[0]} of {owner} is missing from the stored projection"
-        return f"the projection of {owner} holds {stored} memories; its ledger makes {len(made)}"
+    def _census(self, owner: str, made: Mapping[str, MemoryRecord]) -> None:
+        """The stored projection counted against the fold: in all, and by each indexed
+        column the reads filter on (status, retrievable, sensitivity, kind), so a row
+        inserted, deleted, moved to another owner, or changed in a column that decides
+        whether it is listed or recalled at all is found before anything is served."""
+        memories = list(made.values())
+        for query, test in _CENSUS:
+            expected = sum(1 for m in memories if test(m))
+            if self.store.count(owner, query) == expected:
+                continue
+            try:  # only on a finding: name the memory (reading the rows the filter keeps)
+                ids = {m.id for m in self.store.memories(owner, query)}
+            except IntegrityError as exc:
+                self.refuse(owner, exc.message.split("; run `troth")[0], state="projection")
+            want = {m.id for m in memories if test(m)}
+            extra, missing = sorted(ids - want), sorted(want - ids)
+            if extra and extra[0] not in made:
+                finding = (
+                    f"memory {extra[0]} is stored for {owner}, but the ledger never made it"
+                    " (a row inserted, or copied from another owner)"
+                )
+            elif query == _EVERYTHING and missing:
+                finding = f"memory {missing[0]} of {owner} is missing from the stored projection"
+            elif extra or missing:
+                finding = (
+                    f"memory {(extra or missing)[0]} as stored for {owner} is not what the"
+                    f" ledger says: its {_CENSUS_NAMES[id(query)]} differs from the ledger"
+                )
+            else:
+                finding = f"the projection of {owner} does not count as its ledger does"
+            self.refuse(owner, finding, state="projection")
 
     def refuse(self, owner: str, finding: str, *, repair: str = "", **details: Any) -> NoReturn:
         """Record a finding about ``owner`` and raise it: reads and writes of the owner are
@@ -263,6 +280,28 @@ class ReadCheck:
         self._refused[owner] = error
         self._known.pop(owner, None)
         raise error
+
+
+def _census_filters() -> tuple[tuple[MemoryFilter, Callable[[MemoryRecord], bool]], ...]:
+    everything = (MemoryFilter(), lambda m: True)
+    by_status = tuple((MemoryFilter(statuses=(s,)), lambda m, s=s: m.status == s) for s in STATUSES)
+    live = (MemoryFilter(retrievable_only=True), lambda m: m.retrievable and m.status == "active")
+    plain = (MemoryFilter(include_sensitive=False), lambda m: m.sensitivity != "sensitive")
+    by_kind = tuple((MemoryFilter(kinds=(k,)), lambda m, k=k: m.kind == k) for k in KINDS)
+    return (everything, *by_status, live, plain, *by_kind)
+
+
+_CENSUS: Final = _census_filters()
+_EVERYTHING: Final = _CENSUS[0][0]
+_CENSUS_NAMES: Final = {
+    id(query): name
+    for (query, _), name in zip(
+        _CENSUS,
+        ["existence", *("status" for _ in STATUSES), "retrievable", "sensitivity"]
+        + ["kind" for _ in KINDS],
+        strict=True,
+    )
+}
 
 
 def _about(records: list[Record], at: int) -> str:
