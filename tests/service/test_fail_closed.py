@@ -207,7 +207,8 @@ def test_content_tamper_in_the_projection(world: World) -> None:
     refused_everywhere(world, rf"memory {tea}(: the digest| as stored .*its content differs)")
 
 
-def test_tail_truncation(world: World) -> None:
+def cut_last_entry(world: World) -> None:
+    """Delete Alice's last entry and move her recorded head back to the one before."""
     [(length,)] = world.sql("SELECT length FROM heads WHERE owner = ?", (ALICE,))
     last = row(world, ALICE, length - 1)
     world.sql("DELETE FROM ledger WHERE owner = ? AND seq = ?", (ALICE, length - 1))
@@ -215,6 +216,10 @@ def test_tail_truncation(world: World) -> None:
         "UPDATE heads SET length = ?, head = ? WHERE owner = ?",
         (length - 1, last["prev_hash"], ALICE),
     )
+
+
+def test_tail_truncation(world: World) -> None:
+    cut_last_entry(world)
     refused_everywhere(world, r"holds 4 entries, but the witness .* checkpoint of 5.*rolled back")
 
 
@@ -449,13 +454,7 @@ def test_rebuild_refuses_a_rewritten_chain(world: World) -> None:
 
 
 def test_rebuild_refuses_a_truncated_tail(world: World) -> None:
-    [(length,)] = world.sql("SELECT length FROM heads WHERE owner = ?", (ALICE,))
-    last = row(world, ALICE, length - 1)
-    world.sql("DELETE FROM ledger WHERE owner = ? AND seq = ?", (ALICE, length - 1))
-    world.sql(
-        "UPDATE heads SET length = ?, head = ? WHERE owner = ?",
-        (length - 1, last["prev_hash"], ALICE),
-    )
+    cut_last_entry(world)
     with pytest.raises(IntegrityError, match=r"rolled back.*nothing was rebuilt"):
         world.open().rebuild(ALICE)
 

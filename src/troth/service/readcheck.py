@@ -24,6 +24,7 @@ from itertools import islice
 from typing import Any, Final, NoReturn
 
 from troth.core import lifecycle
+from troth.core.chain import Verification
 from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, NotFoundError
 from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
 from troth.core.records import KINDS, STATUSES, MemoryRecord
@@ -161,14 +162,7 @@ class ReadCheck:
         records = list(islice(rows(0), tip.length))
         result = check_head(verify_records(records, owner=owner), tip.length, tip.head)
         if not result.ok:
-            at = result.broken_at or 0
-            self.refuse(
-                owner,
-                f"the ledger of {owner} is broken at entry #{at}{_about(records, at)}"
-                f" ({result.reason})",
-                state="broken",
-                broken_at=at,
-            )
+            self._broken(owner, result, records, 0)
         self._anchor(owner)
         try:
             made = lifecycle.fold(records, owner)
@@ -199,20 +193,24 @@ class ReadCheck:
             tip.head,
         )
         if not result.ok:
-            at = result.broken_at or 0
-            self.refuse(
-                owner,
-                f"the ledger of {owner} is broken at entry #{at}"
-                f"{_about(new, at - start)} ({result.reason})",
-                state="broken",
-                broken_at=at,
-            )
+            self._broken(owner, result, new, start)
         try:
             for record in new:
                 lifecycle.apply(known.memories, record, owner)
         except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
             self.refuse(owner, f"the events of {owner}'s ledger do not replay ({exc})")
         known.tip = tip
+
+    def _broken(self, owner: str, result: Verification, rows: list[Record], first: int) -> NoReturn:
+        """Refuse a chain that does not verify; ``rows`` start at position ``first``."""
+        at = result.broken_at or 0
+        self.refuse(
+            owner,
+            f"the ledger of {owner} is broken at entry #{at}{_about(rows, at - first)}"
+            f" ({result.reason})",
+            state="broken",
+            broken_at=at,
+        )
 
     def _hold(self, owner: str, known: _Known, memory: MemoryRecord) -> None:
         made = known.memories.get(memory.id)
