@@ -27,7 +27,7 @@ from troth.core import lifecycle
 from troth.core.chain import Verification
 from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, NotFoundError
 from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
-from troth.core.records import KINDS, STATUSES, MemoryRecord
+from troth.core.records import STATUSES, MemoryRecord
 from troth.storage.base import MemoryFilter, Store, Tip
 
 __all__ = ["Anchor", "ReadCheck", "served_problem"]
@@ -227,7 +227,7 @@ class ReadCheck:
 
     def _census(self, owner: str, made: Mapping[str, MemoryRecord]) -> None:
         """The stored projection counted against the fold: in all, and by each indexed
-        column the reads filter on (status, retrievable, sensitivity, kind), so a row
+        column the reads filter on (status, retrievable, sensitivity), so a row
         inserted, deleted, moved to another owner, or changed in a column that decides
         whether it is listed or recalled at all is found before anything is served."""
         memories = list(made.values())
@@ -285,8 +285,9 @@ def _census_filters() -> tuple[tuple[MemoryFilter, Callable[[MemoryRecord], bool
     by_status = tuple((MemoryFilter(statuses=(s,)), lambda m, s=s: m.status == s) for s in STATUSES)
     live = (MemoryFilter(retrievable_only=True), lambda m: m.retrievable and m.status == "active")
     plain = (MemoryFilter(include_sensitive=False), lambda m: m.sensitivity != "sensitive")
-    by_kind = tuple((MemoryFilter(kinds=(k,)), lambda m, k=k: m.kind == k) for k in KINDS)
-    return (everything, *by_status, live, plain, *by_kind)
+    # Not by kind: a kind filter scans every row (~4 ms per 1,000 memories each), and a
+    # changed kind hides no row from a read that does not ask for kinds; served, it differs.
+    return (everything, *by_status, live, plain)
 
 
 _CENSUS: Final = _census_filters()
@@ -295,8 +296,7 @@ _CENSUS_NAMES: Final = {
     id(query): name
     for (query, _), name in zip(
         _CENSUS,
-        ["existence", *("status" for _ in STATUSES), "retrievable", "sensitivity"]
-        + ["kind" for _ in KINDS],
+        ["existence", *("status" for _ in STATUSES), "retrievable", "sensitivity"],
         strict=True,
     )
 }
