@@ -19,6 +19,7 @@ The results replace the section between ``<!-- bench:readcheck:start -->`` and
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -100,7 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 ## The fail-closed read path (`python -m bench.readcheck --memories {args.memories} --runs {args.runs}`)
 
 {when}; {machine()}. One owner, {args.memories:,} memories, SQLite, lexical index only;
-medians of {args.runs} recalls (limit 10), the checked and the unchecked one in turn.
+medians of {args.runs} recalls (limit 10), the checked and the unchecked one in turn;
+load average {os.getloadavg()[0]:.1f} when it ended (other work shares the machine: compare
+rows of one run with each other, not with other sections).
 
 | step | time |
 |---|---|
