@@ -12,6 +12,7 @@ BENCHMARKS = [
     "bench.portability",
     "bench.server",
     "bench.sealing",
+    "bench.readcheck",
 ]
 
 

@@ -189,8 +189,12 @@ def test_every_cli_write_is_sealed_and_a_restored_home_takes_no_write(
     assert refused.exit_code == 1
     assert "holds 3 entries, but the witness" in said(refused)
     assert "signed checkpoint of 4" in said(refused)
-    listed = json.loads(invoke(home, "--json", "list").output)
-    assert len(listed["memories"]) == 3
+    # Reads fail closed too (docs/ledger.md, section 13): nothing of the rolled-back
+    # ledger is served.
+    listed = invoke(home, "list")
+    assert listed.exit_code != 0
+    assert "holds 3 entries, but the witness" in said(listed)
+    assert "Nothing more of" in said(listed)
 
 
 def test_a_witness_that_cannot_be_written_keeps_the_write_and_warns(

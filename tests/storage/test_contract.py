@@ -19,7 +19,7 @@ from troth.config import load_policy
 from troth.core.chain import REDACTED_MARKER, Entry, make_entry, redact_entry, verify
 from troth.core.checkpoints import StoredReply
 from troth.core.errors import InvalidInputError, StaleTipError, StorageError
-from troth.core.events import Record, verify_records
+from troth.core.events import UNMATCHED_REDACTION, Record, verify_records
 from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.embedding import HashingEmbedder
@@ -365,7 +365,14 @@ def test_reads_inside_a_write_see_the_rows_it_wrote(any_store: Store) -> None:
     assert any_store.tip(ALICE) == Tip(start.length + 1, entry.hash)
     assert any_store.get(ALICE, made.id) == changed
     assert any_store.vector_ids(ALICE) == {made.id}
-    assert verify_records(any_store.records(ALICE)).ok
+    # Every row committed, each verifying; the last was erased here with no redact event,
+    # which whole-chain verification reports (docs/ledger.md, section 13).
+    result = verify_records(any_store.records(ALICE))
+    assert result.length == start.length + 1
+    assert (result.broken_at, result.reason) == (start.length, UNMATCHED_REDACTION)
+    assert verify_records(
+        any_store.records(ALICE, 1), start_index=1, prev_hash=made.memory.entry_hash
+    ).ok
 
 
 def test_a_bulk_load_keeps_reads_and_writes_correct_and_ends_with_an_index(

@@ -499,7 +499,8 @@ def sweep(obj: Context, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def rebuild(obj: Context, owner: str | None, as_json: bool) -> None:
-    """Recompute the projection from the ledger and report whether it equalled the stored one."""
+    """Repair: rebuild the projection from a ledger that verifies against its witnessed
+    checkpoint, and report whether it equalled the stored one (docs/ledger.md, section 13)."""
     ctx = with_json(obj, as_json)
     with handled(ctx):
         results = ctx.memory.rebuild(owner)

@@ -20,6 +20,7 @@ import rfc8785
 
 from troth.core.chain import (
     REDACTED_MARKER,
+    TARGET_PREFIX,
     Entry,
     Verification,
     entry_problem,
@@ -128,6 +129,7 @@ class Event:
     on_behalf_of: str | None = None
     supersedes: str | None = None
     memories: tuple[str, ...] = ()
+    owner: str | None = None
 
     def meta(self) -> dict[str, Any]:
         """The metadata document the chain commits to (text values as their sha256)."""
@@ -147,6 +149,8 @@ class Event:
             out["supersedes"] = self.supersedes
         if self.memories:
             out["memories"] = list(self.memories)
+        if self.owner is not None:
+            out["owner"] = self.owner
         return out
 
 
@@ -181,6 +185,7 @@ class Record:
             on_behalf_of=document.get("on_behalf_of"),
             supersedes=document.get("supersedes"),
             memories=tuple(document.get("memories", ())),
+            owner=document.get("owner"),
         )
 
 
@@ -263,19 +268,36 @@ def meta_problem(record: Record) -> str | None:
 
 
 def verify_records(
-    records: Iterable[Record], *, start_index: int = 0, prev_hash: str = ""
+    records: Iterable[Record],
+    *,
+    start_index: int = 0,
+    prev_hash: str = "",
+    owner: str | None = None,
 ) -> Verification:
     """Verify rows: each entry by personaxis rules, its position, then its metadata and texts.
 
     ``broken_at`` is the 0-based position of the first row that does not verify: a changed
     row is reported at its own index; a deleted, inserted or moved row at the first position
     whose content no longer follows from its predecessor.
+
+    A whole chain (``start_index`` 0) is held to two rules more: its first entry, when it
+    names an owner, names ``owner`` (given), so one owner's chain does not verify as
+    another's; and every redacted entry is matched by a redaction recorded later in the
+    chain (:class:`Redactions`), so content erased without its redact event is found.
     """
     index = start_index
     head = prev_hash
     sha256 = hashlib.sha256
     js = _js_string
+    whole = start_index == 0 and not prev_hash
+    redactions = Redactions() if whole else None
     for record in records:
+        if whole and index == 0 and owner is not None:
+            problem = owner_problem(record, owner)
+            if problem is not None:
+                return Verification(False, 0, head, broken_at=0, reason=problem)
+        if redactions is not None and REDACT_TAG in record.entry.tags:
+            redactions.note_event(record)
         # The common case inline (a v1.0, unredacted, troth row), with the same bytes
         # as ``v1_hash``; anything else, or any doubt, takes the reasoned path below.
         entry = record.entry
@@ -308,9 +330,99 @@ def verify_records(
             problem = record_problem(record)
         if problem is not None:
             return Verification(False, index, head, broken_at=index, reason=problem)
+        if redactions is not None:
+            redactions.note_entry(index, record)
         head = record.entry.hash
         index += 1
+    unmatched = None if redactions is None else redactions.unmatched()
+    if unmatched is not None:
+        at, why = unmatched
+        return Verification(False, index, head, broken_at=at, reason=why)
     return Verification(True, index, head)
+
+
+REDACT_TAG: Final = EVENT_TAG + "redact"
+UNMATCHED_REDACTION: Final = (
+    "the entry is redacted, but no redact event in the chain names it: its content was"
+    " erased without a recorded redaction"
+)
+UNERASED_REDACTION: Final = (
+    "a redact event names an entry that is not redacted: an erased row was put back"
+    " (an older copy of it replayed)"
+)
+_PERSONAXIS_REDACTION: Final = "[deleted by user request: redacted:"
+
+
+def owner_problem(record: Record, owner: str) -> str | None:
+    """Why a chain's first row does not belong to ``owner`` (None: it does, or names none).
+
+    A troth chain commits to its owner in its first entry's metadata (``owner``); every
+    later entry commits to that one through ``prev_hash``. Chains written before owners
+    were committed, and plain personaxis chains, name none: only a witnessed checkpoint,
+    whose origin names the owner, binds those.
+    """
+    if record.meta is None or '"owner":' not in record.meta:
+        return None
+    try:
+        named = json.loads(record.meta).get("owner")
+    except (json.JSONDecodeError, AttributeError):
+        return None  # the metadata check reports it
+    if named is None or named == owner:
+        return None
+    return f"the chain's first entry commits to the owner {named}, not {owner}: this is another owner's chain"
+
+
+class Redactions:
+    """Redacted entries seen so far, and the redactions recorded for them.
+
+    A redacted entry is matched by a later redaction that names it: a tombstone of a
+    ``redact`` event (or a personaxis ``redacted:`` tombstone) aimed at its hash, or a
+    ``redact`` event about a memory the entry is about (its own memory, or a fact a session
+    checkpoint quoted).
+    """
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[int, str, frozenset[str]]] = []
+        self._targets: set[str] = set()
+        self._memories: set[str] = set()
+        self._erased: dict[str, int] = {}  # a troth redact event's target -> its position
+
+    def note_event(self, record: Record) -> None:
+        """A troth ``redact`` event: what it erased."""
+        for tag in record.entry.tags:
+            if tag.startswith(MEMORY_TAG):
+                self._memories.add(tag[len(MEMORY_TAG) :])
+            elif tag.startswith(TARGET_PREFIX):
+                self._targets.add(tag[len(TARGET_PREFIX) :])
+                self._erased.setdefault(tag[len(TARGET_PREFIX) :], record.seq)
+
+    def note_entry(self, index: int, record: Record) -> None:
+        """Any verified row: a redacted one waits for its match; a personaxis redaction
+        tombstone matches its target."""
+        entry = record.entry
+        redaction = entry.is_tombstone and entry.content.startswith(_PERSONAXIS_REDACTION)
+        if redaction and entry.target is not None:
+            self._targets.add(entry.target)
+        if not entry.redacted:
+            return
+        about = {t[len(MEMORY_TAG) :] for t in entry.tags if t.startswith(MEMORY_TAG)}
+        event = record.decode() if record.meta is not None else None
+        if event is not None:
+            about.update(str(f) for f in event.fields.get("facts", ()) if isinstance(f, str))
+        self._entries.append((index, entry.hash, frozenset(about)))
+
+    def unmatched(self) -> tuple[int, str] | None:
+        """The first redacted entry no redaction names, or the first entry a troth redact
+        event erased that is whole again: its position and why."""
+        redacted = set()
+        for index, entry_hash, about in self._entries:
+            if entry_hash not in self._targets and not about & self._memories:
+                return index, UNMATCHED_REDACTION
+            redacted.add(entry_hash)
+        put_back = [seq for target, seq in self._erased.items() if target not in redacted]
+        if put_back:
+            return min(put_back), UNERASED_REDACTION
+        return None
 
 
 def check_head(result: Verification, length: int, head: str) -> Verification:
@@ -320,7 +432,11 @@ def check_head(result: Verification, length: int, head: str) -> Verification:
     position where the two disagree: the first extra row, the first missing row, or the
     last row when the lengths agree and the heads do not.
     """
-    if not result.ok or (result.length == length and result.head == head):
+    # An unmatched redaction is found once the whole chain is read (its ``length`` and
+    # ``head`` are the chain's): a cut tail, which may have taken the redact event with it,
+    # is the finding to report first.
+    whole = result.ok or result.reason in (UNMATCHED_REDACTION, UNERASED_REDACTION)
+    if not whole or (result.length == length and result.head == head):
         return result
     if result.length > length:
         at, why = length, f"the chain has {result.length} entries; its recorded head {length}"

@@ -29,11 +29,13 @@ from troth.core.policy import Policy
 from troth.service.admission import Admission
 from troth.service.base import Clock, Parties
 from troth.service.changes import Changes
+from troth.service.checked import CheckedStore
 from troth.service.checkpoints import Checkpoints, erase_copies
 from troth.service.integrity import Integrity
 from troth.service.ledger import Eraser, Ledger
 from troth.service.migration import Migration
 from troth.service.portability import Portability
+from troth.service.readcheck import ReadCheck
 from troth.service.reads import Reads
 from troth.service.retention import Retention
 from troth.service.stores import open_store
@@ -66,14 +68,19 @@ class Services:
         self.store = store
         self.policy = policy
         self.clock = clock
-        self.parties = Parties(store, principal)
+        # Every read of the use cases goes through the check (service/readcheck.py); the
+        # write path and integrity read the backend itself.
+        self.check = ReadCheck(store)
+        self.parties = Parties(CheckedStore(store, self.check), principal)
         self.vectors = Vectors(store, embedder)
-        self.ledger = Ledger(store, clock=clock, vectors=self.vectors, erasers=ERASERS)
+        self.ledger = Ledger(
+            store, clock=clock, vectors=self.vectors, erasers=ERASERS, check=self.check
+        )
         self.admission = Admission(policy, self.parties, self.vectors, clock)
         self.writes = Writes(self.parties, self.admission, self.ledger, self.vectors)
         self.changes = Changes(self.parties, self.ledger)
         self.retention = Retention(self.parties, self.ledger, clock)
-        self.integrity = Integrity(self.parties, self.ledger, self.vectors)
+        self.integrity = Integrity(self.parties, self.ledger, self.vectors, store, self.check)
         self.reads = Reads(
             self.parties,
             policy,

@@ -24,8 +24,9 @@ from troth.core.events import Record, check_head, meta_problem, verify_records
 from troth.core.records import MemoryRecord, check_principal, principal_kind
 from troth.service.base import Parties
 from troth.service.ledger import Ledger
+from troth.service.readcheck import ReadCheck
 from troth.service.vectors import Vectors
-from troth.storage.base import Tip
+from troth.storage.base import Store, Tip
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +57,19 @@ class OwnerReport:
 class Integrity:
     """The use cases that check, rebuild or rewrite what is derived from the ledger."""
 
-    def __init__(self, parties: Parties, ledger: Ledger, vectors: Vectors) -> None:
+    def __init__(
+        self,
+        parties: Parties,
+        ledger: Ledger,
+        vectors: Vectors,
+        store: Store,
+        check: ReadCheck,
+    ) -> None:
         self.parties = parties
-        self.store = parties.store
+        self.store = store  # the backend itself: this reports on what the read path refuses
         self.ledger = ledger
         self.vectors = vectors
+        self.check = check
 
     def verify(self, owner: str | None = None) -> list[OwnerReport]:
         """Verify each chain and compare each stored projection with a rebuild."""
@@ -76,7 +85,9 @@ class Integrity:
     def _verify_chain(self, owner: str) -> Verification:
         """The chain by personaxis and troth rules, held against its recorded head."""
         tip = self.store.tip(owner)
-        return check_head(verify_records(self.store.records(owner)), tip.length, tip.head)
+        return check_head(
+            verify_records(self.store.records(owner), owner=owner), tip.length, tip.head
+        )
 
     def _compare_projection(self, owner: str) -> tuple[bool, dict[str, Any] | None]:
         try:
@@ -111,25 +122,57 @@ class Integrity:
         return True, None
 
     def rebuild(self, owner: str | None = None) -> list[dict[str, Any]]:
-        """Recompute each projection from its ledger; reports whether it equalled the stored."""
+        """Repair: recompute each projection from its ledger, once the ledger is trusted.
+
+        The chain must verify (owner and redaction rules included) and, where the facade
+        is anchored to witnesses, extend the newest checkpoint a witness holds — a rewritten
+        chain, a cut tail or a silent redaction is refused, and nothing is written. Reports
+        whether each rebuilt projection equalled the stored one; the read path then forgets
+        what it had found, and serves (and takes writes) again.
+        """
         out = []
         for whose in self.parties.owners(owner):
             chain = self._verify_chain(whose)
             if not chain.ok:
                 raise IntegrityError(
                     f"the ledger of {whose} is broken at entry #{chain.broken_at} ({chain.reason});"
-                    " a projection cannot be rebuilt from it",
+                    " a projection cannot be rebuilt from it. Restore the data from a good copy"
+                    " (one `troth verify` passes)",
                     owner=whose,
                     broken_at=chain.broken_at,
                 )
+            self._witnessed(whose)
             rebuilt = lifecycle.fold(self.store.records(whose), whose)
             equal, mismatch = self._compare_with(whose, rebuilt)
             self.store.replace_projection(whose, rebuilt)
             self.vectors.refresh(whose)
+            self.check.forget(whose)
             out.append(
                 {"owner": whose, "memories": len(rebuilt), "equal": equal, "mismatch": mismatch}
             )
         return out
+
+    def _witnessed(self, owner: str) -> None:
+        """Refuse to rebuild from a chain no witnessed checkpoint vouches for (when anchored)."""
+        anchor = self.check.anchor
+        if anchor is None:
+            return  # a library facade without witnesses: the chain alone (docs/ledger.md)
+        try:
+            size = anchor(owner)
+        except IntegrityError as exc:
+            details = {k: v for k, v in exc.details.items() if k != "owner"}
+            raise IntegrityError(
+                f"{exc.message}; nothing was rebuilt", owner=owner, **details
+            ) from exc
+        if size is None:
+            raise IntegrityError(
+                f"no witness holds a checkpoint of {owner}'s ledger, so nothing outside the"
+                " store vouches for its chain; nothing was rebuilt. If you trust the chain as"
+                f" it stands, sign and witness it with `troth seal --owner {owner}`, then"
+                " rebuild",
+                owner=owner,
+                state="unwitnessed",
+            )
 
     # -- restore and re-anchor ------------------------------------------------------------
 
@@ -169,7 +212,7 @@ class Integrity:
                     " (formats.personaxis.decode) or ledger records",
                     index=index,
                 )
-        result = verify_records(records)
+        result = verify_records(records, owner=whose)
         broken = next((r.seq for r in records if meta_problem(r) is not None), None)
         if not result.ok or broken is not None:
             at = result.broken_at if not result.ok else broken
@@ -202,6 +245,7 @@ class Integrity:
                 tx.put(memory)
         self.ledger.trust(whose, Tip(result.length, result.head))
         self.vectors.refresh(whose)
+        self.check.forget(whose)
         return result
 
     def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
@@ -226,4 +270,5 @@ class Integrity:
             ]
         self.store.replace_projection(whose, lifecycle.fold(renewed, whose))
         self.vectors.refresh(whose)
+        self.check.forget(whose)  # a sanctioned rewrite: the read path verifies it afresh
         return {old: new for old, new in remapped.items() if old != new}

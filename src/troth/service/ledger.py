@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from troth.core import lifecycle
@@ -36,6 +37,7 @@ from troth.core.events import Event, Record, canonical, check_head, event_tags, 
 from troth.core.records import MemoryRecord
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, WriteResult
+from troth.service.readcheck import ReadCheck
 from troth.service.recall import memory_text
 from troth.service.vectors import Vectors
 from troth.storage.base import Store, Tip, Transaction
@@ -55,9 +57,16 @@ class Ledger:
     """The verified, serialised write path over one store, and the verified tip of each chain."""
 
     def __init__(
-        self, store: Store, *, clock: Clock, vectors: Vectors, erasers: Sequence[Eraser] = ()
+        self,
+        store: Store,
+        *,
+        clock: Clock,
+        vectors: Vectors,
+        erasers: Sequence[Eraser] = (),
+        check: ReadCheck | None = None,
     ) -> None:
         self.store = store
+        self.check = check
         self.clock = clock
         self.vectors = vectors
         self._erasers: list[Eraser] = list(erasers)
@@ -116,7 +125,7 @@ class Ledger:
             if not result.ok and result.broken_at == cached.length:
                 result = None  # the cached head itself may have moved: verify from scratch
         if result is None:
-            result = verify_records(tx.records(0))
+            result = verify_records(tx.records(0), owner=tx.owner)
         result = check_head(result, tip.length, tip.head)
         if not result.ok:
             self._verified.pop(tx.owner, None)
@@ -153,8 +162,21 @@ class Ledger:
         self._thread.depth = depth + 1
         try:
             with self.store.write(owner, expect) as tx:
-                self._ensure_verified(tx)
-                yield tx
+                start = self._ensure_verified(tx)
+                if self.check is not None:
+                    self.check.begin_write(owner, tx.records, start)
+                starts: dict[str, tuple[Tip, set[str]]] = self._thread.__dict__.setdefault(
+                    "starts", {}
+                )
+                outer = starts.get(owner)
+                starts[owner] = (start, set())
+                try:
+                    yield tx
+                finally:
+                    if outer is None:
+                        starts.pop(owner, None)
+                    else:
+                        starts[owner] = outer
                 tip = tx.tip()
         finally:
             self._thread.depth = depth
@@ -218,6 +240,9 @@ class Ledger:
         ``vectors``, computed before the transaction, or here for e.g. an approval); the
         store drops the vector of one that leaves retrieval.
         """
+        if not tx.tip().length:
+            # The genesis entry commits the chain to its owner (docs/ledger.md, section 13).
+            event = replace(event, owner=tx.owner)
         meta_text = canonical(event.meta())
         entry = make_entry(
             ts=self.now(),
@@ -240,6 +265,11 @@ class Ledger:
                 touched[old.id] = old
         # A memory that was live with the same text keeps its stored vector (``put`` without
         # one keeps it): an export or a tag touches every memory and must not re-embed them.
+        began = self._thread.__dict__.get("starts", {}).get(tx.owner)
+        if touched and self.check is not None and began is not None:
+            # What the write builds on must be what the chain makes (a row edited behind
+            # the ledger's back is refused here too); memories this write changed are its own.
+            self.check.touched(tx.owner, touched.values(), *began)
         embedded_as = {k: memory_text(m) for k, m in touched.items() if m.searchable}
         lifecycle.apply(touched, Record(seq, entry, meta_text, event.texts), tx.owner)
         given = vectors or {}
@@ -253,6 +283,8 @@ class Ledger:
         for memory in touched.values():
             new = minted and memory.id == event.memory
             tx.put(memory, given.get(memory.id, computed.get(memory.id)), new=new)
+        if began is not None:
+            began[1].update(touched)
         return list(touched.values())
 
     def write_plan(

@@ -36,6 +36,7 @@ from troth.service.drafts import Draft, WriteFields, WriteItem, WriteResult
 from troth.service.integrity import OwnerReport
 from troth.service.migration import MigrationReport
 from troth.service.portability import ExportResult, ImportReport
+from troth.service.readcheck import Anchor
 from troth.service.recall import Query, RecallHit
 from troth.service.tokens import Tokens
 from troth.storage.base import MemoryFilter, Store
@@ -96,6 +97,16 @@ class Memory:
 
         settings = Settings.load(home=home, principal=principal, policy_path=policy_path)
         return build_memory(settings, clock=clock)
+
+    def anchor(self, anchor: Anchor | None) -> None:
+        """Hold every owner's chain against its witnesses before it is first read or rebuilt.
+
+        ``anchor`` (e.g. ``Sealer.witnessed``) answers the witnessed size of an owner's
+        newest checkpoint or raises what it found; ``Memory.open`` and the adapters set it
+        from the configured witnesses (docs/ledger.md, section 13).
+        """
+        self.parts.check.anchor = anchor
+        self.parts.check.forget()
 
     def close(self) -> None:
         """Release the store's connections."""

@@ -91,7 +91,7 @@ def copy_owner(
 
 
 def _check(source: Store, target: Store, owner: str) -> None:
-    result = verify_records(target.records(owner))
+    result = verify_records(target.records(owner), owner=owner)
     expected = source.tip(owner)
     if not result.ok or (result.length, result.head) != (expected.length, expected.head):
         raise IntegrityError(

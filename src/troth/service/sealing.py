@@ -138,7 +138,9 @@ class Sealer:
             new = list(self.store.records(owner))
         start = tree.size
         result = check_head(
-            verify_records(new, start_index=start, prev_hash=head), tip.length, tip.head
+            verify_records(new, start_index=start, prev_hash=head, owner=owner),
+            tip.length,
+            tip.head,
         )
         if not result.ok:
             self._known.pop(owner, None)
@@ -222,6 +224,18 @@ class Sealer:
                     verifiers = self.keys.verifier_keys()
                 out.append(self._hold_one(whose, origin, witness, data, verifiers))
         return out
+
+    def witnessed(self, owner: str) -> int | None:
+        """The size of the newest checkpoint a witness holds for ``owner`` that the store
+        extends (None: no witness holds one); an :class:`IntegrityError` with the
+        sentence of the first finding otherwise. The read path's anchor (readcheck.Anchor).
+        """
+        sizes = []
+        for held in self.hold(owner):
+            if not held.ok:
+                raise IntegrityError(held.message, owner=held.owner, state=held.state)
+            sizes.append(held.witnessed_size)
+        return max(sizes, default=None)
 
     def guard(self) -> dict[str, int]:
         """Refuse a store behind or beside its witnessed checkpoints; else each owner's length.
