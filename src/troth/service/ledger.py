@@ -32,7 +32,15 @@ from troth.core.chain import (
     tombstone_content,
 )
 from troth.core.errors import IntegrityError, StaleTipError
-from troth.core.events import Event, Record, canonical, check_head, event_tags, verify_records
+from troth.core.events import (
+    MEMORY_TAG,
+    Event,
+    Record,
+    canonical,
+    check_head,
+    event_tags,
+    verify_records,
+)
 from troth.core.records import MemoryRecord
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, WriteResult
@@ -307,15 +315,42 @@ class Ledger:
         return self.commit(tx, event, content=content, channel=channel, reserved=reserved)
 
     def erase_creation(self, tx: Transaction, memory: MemoryRecord) -> None:
-        """Redact the entry that created a memory, and every copy of its text."""
-        record = next(tx.records(memory.seq), None)
-        if record is None or record.entry.hash != memory.entry_hash:
+        """Redact the entries of a memory's history, and every copy of its text.
+
+        The entry that created it (its content, title, reason, scope id, tags…), then every
+        later entry about it: the notes of its approval, rejection or hiding, a forget's
+        reason (its tombstone's content). Each keeps its hashes, so the chain verifies. The
+        memory is then refolded from the erased rows, as ``rebuild`` would fold it.
+        """
+        rows = list(tx.records(memory.seq))
+        if not rows or rows[0].entry.hash != memory.entry_hash:
             raise IntegrityError(
                 f"the entry that created {memory.id} is not where the projection says;"
                 " run `troth verify`",
                 id=memory.id,
             )
-        erased_texts = dict.fromkeys(record.texts, REDACTED_MARKER)
-        tx.erase(record.seq, redact_entry(record.entry), erased_texts)
+        content = rows[0].entry.content
+        if memory.id.startswith(lifecycle.FOREIGN_PREFIX):
+            # A plain personaxis entry: its own line is all the history it has here.
+            self._erase_row(tx, rows[0])
+        else:
+            about = MEMORY_TAG + memory.id
+            rows = [
+                self._erase_row(tx, r) if i == 0 or about in r.entry.tags else r
+                for i, r in enumerate(rows)
+            ]
+            refolded = lifecycle.fold_memory(rows, memory.id, tx.owner)
+            if refolded is not None:
+                tx.put(refolded)
         for eraser in self._erasers:
-            eraser(tx, memory.id, record.entry.content)
+            eraser(tx, memory.id, content)
+
+    @staticmethod
+    def _erase_row(tx: Transaction, record: Record) -> Record:
+        """Erase one row's content and texts (already erased or legacy rows stay as they are)."""
+        if record.entry.redacted or record.entry.is_legacy:
+            return record
+        texts = dict.fromkeys(record.texts, REDACTED_MARKER)
+        entry = redact_entry(record.entry)
+        tx.erase(record.seq, entry, texts)
+        return Record(record.seq, entry, record.meta, texts)

@@ -246,6 +246,20 @@ class Store(Protocol):
         """Make erased bytes unreachable in every file the store keeps (WAL, free pages)."""
         ...
 
+    erasure_wait: float
+    """How long (seconds) an erasing write waits for readers of older snapshots before it
+    returns with its erasure pending (``storage.erasure``)."""
+
+    def pending_erasures(self) -> int:
+        """How many committed erasures are not yet compacted out of every file."""
+        ...
+
+    def finish_erasures(self, wait: float = 0.0) -> bool:
+        """Finish the pending erasures, waiting up to ``wait`` seconds for readers of older
+        snapshots; True when none is left (else they finish in the background, or on the
+        next open)."""
+        ...
+
     def close(self) -> None:
         """Release connections."""
         ...

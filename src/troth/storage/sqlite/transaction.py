@@ -76,6 +76,13 @@ class SQLiteTransaction:
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self._db.execute(sql.ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts))
+        self._mark_erased()
+
+    def _mark_erased(self) -> None:
+        """Record the erasure as pending in this transaction: it commits with the erasure,
+        so an erasure whose process dies before compacting is finished on the next open."""
+        if not self.erased:
+            self._db.execute("INSERT INTO pending_erasures (owner) VALUES (?)", (self._owner,))
         self.erased = True
 
     def rewrite(self, seq: int, entry: Entry) -> None:
@@ -95,7 +102,7 @@ class SQLiteTransaction:
     def drop_replies(self, containing: bytes) -> int:
         cursor = self._db.execute(_DROP_REPLIES, (self._owner, containing))
         if cursor.rowcount:
-            self.erased = True
+            self._mark_erased()
         return int(cursor.rowcount)
 
 
