@@ -26,6 +26,7 @@ from troth.core.chain import REDACTED_MARKER, Entry, sha256_hex
 from troth.core.errors import ConflictError, NotFoundError
 from troth.core.events import Event, Record
 from troth.core.records import (
+    ERASED_SCOPE_ID,
     SYSTEM_PRINCIPAL,
     TTL,
     AuditItem,
@@ -82,26 +83,28 @@ def split_free_text(
     return kept, erasable
 
 
-def _free_text(event: Event, name: str) -> Any:
-    """A free-text field of a creation: from its texts (None once erased), else its fields."""
+def _free_text(event: Event, name: str, default: Any = None) -> Any:
+    """A free-text field of a creation: from its texts (``default`` once erased), else
+    from its fields as they were written."""
     if name not in event.texts:
-        return event.fields.get(name)
+        return event.fields.get(name, default)
     value = event.texts[name]
     if value == REDACTED_MARKER:
-        return None
+        return default
     return json.loads(value) if name in JSON_FIELDS else value
 
 
 def _scope(event: Event) -> Scope:
     scope = dict(event.fields.get("scope", {"level": "global"}))
     if SCOPE_TEXT in event.texts:
-        scope["scope_id"] = event.texts[SCOPE_TEXT]  # "[redacted]" once erased
+        text = event.texts[SCOPE_TEXT]
+        scope["scope_id"] = ERASED_SCOPE_ID if text == REDACTED_MARKER else text
     return Scope(**scope)
 
 
 def _tags(event: Event) -> tuple[str, ...]:
     """A creation's tags: those typed (texts, or fields before), then the ones troth sets."""
-    typed = tuple(_free_text(event, "tags") or ())
+    typed = tuple(_free_text(event, "tags", ()))
     if "tags" not in event.texts:
         return typed
     return (*typed, *event.fields.get("tags", ()))
@@ -177,7 +180,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         flagged=bool(f.get("flagged", False)),
         redacted=redacted,
         recorded_at=f.get("recorded_at"),
-        extra=_free_text(event, "extra") or {},
+        extra=_free_text(event, "extra", {}),
         stamps=f.get("stamps", {}),
         entry_hash=entry.hash,
         seq=seq,

@@ -68,8 +68,9 @@ DATE_OR_DATETIME_PATTERN: Final = re.compile(
     r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2}))?$"
 )
 SYSTEM_PRINCIPAL: Final = "service:troth"
-ERASED_SCOPE_ID: Final = "[redacted]"
-"""The id of a project or conversation scope whose memory was redacted (chain.REDACTED_MARKER)."""
+ERASED_SCOPE_ID: Final = "-redacted-"
+"""The id a project or conversation scope reads once its memory is redacted (an id of the
+pattern every format accepts; reserved: no write may give it)."""
 
 
 def check_choice(value: object, choices: tuple[str, ...], field_name: str) -> str:
@@ -119,8 +120,7 @@ class Scope:
         if self.level == "global" and self.scope_id is not None:
             raise InvalidInputError("a global scope takes no id; write 'global'")
         if self.level != "global" and (
-            self.scope_id is None
-            or not (ID_PATTERN.fullmatch(self.scope_id) or self.scope_id == ERASED_SCOPE_ID)
+            self.scope_id is None or not ID_PATTERN.fullmatch(self.scope_id)
         ):
             raise InvalidInputError(
                 f"a {self.level} scope needs an id of letters, digits and ._:- "

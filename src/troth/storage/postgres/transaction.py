@@ -258,6 +258,13 @@ class PostgresTransaction:
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self.flush()
         self._db.execute(_ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts))
+        self._mark_erased()
+
+    def _mark_erased(self) -> None:
+        """Record the erasure as pending in this transaction (with its transaction id): it
+        commits with the erasure, so one whose process dies first is finished on open."""
+        if not self.erased:
+            self._db.execute("INSERT INTO pending_erasures (owner) VALUES (%s)", (self._owner,))
         self.erased = True
 
     def rewrite(self, seq: int, entry: Entry) -> None:
@@ -286,7 +293,7 @@ class PostgresTransaction:
         ).fetchone()
         dropped = int(row[0]) if row else 0
         if dropped:
-            self.erased = True
+            self._mark_erased()
         return dropped
 
 
