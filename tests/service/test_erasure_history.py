@@ -191,13 +191,20 @@ def test_every_free_text_of_a_memory_s_history_is_erased_everywhere(
     assert all(report.ok for report in reports), [r.to_dict() for r in reports]
     for memory_id in ids:
         erased = memory.get(memory_id)
-        assert erased.redacted and erased.content == "" and erased.title == ""
-        assert erased.tags == () and erased.session is None and erased.evidence is None
-        assert erased.path is None and dict(erased.extra) == {}
+        assert erased.redacted
+        assert erased.content == ""
+        assert erased.title == ""
+        assert erased.tags == ()
+        assert erased.session is None
+        assert erased.evidence is None
+        assert erased.path is None
+        assert dict(erased.extra) == {}
         assert holding(json.dumps(erased.to_dict())) == []
     full = memory.get(ids[0])
     assert str(full.scope) == f"project:{ERASED_SCOPE_ID}"  # the level stays, the id goes
-    notes = [i.note for i in full.audit if i.action in ("approved", "retrieval_removed", "forgotten")]
+    notes = [
+        i.note for i in full.audit if i.action in ("approved", "retrieval_removed", "forgotten")
+    ]
     assert notes[:3] == [REDACTED_MARKER] * 3, full.audit
     assert full.audit[-1].note == "redacted: erasure request from alice"
 

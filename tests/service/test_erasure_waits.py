@@ -120,7 +120,8 @@ def test_another_owner_writes_at_once_while_a_redaction_waits_for_an_old_reader(
         thread, redaction = in_thread(lambda: alice.redact(secret.id, reason="erasure request"))
         deadline = time.monotonic() + 10
         while pending(store) == 0:  # the redaction has committed and now waits
-            assert time.monotonic() < deadline and thread.is_alive(), redaction
+            assert time.monotonic() < deadline, redaction
+            assert thread.is_alive(), redaction
             time.sleep(0.05)
         writes = []
         while time.monotonic() - reader.started < HOLD:
@@ -140,7 +141,8 @@ def test_another_owner_writes_at_once_while_a_redaction_waits_for_an_old_reader(
     # (shown with -s: the figures docs/ledger.md quotes)
     print(f"redaction {redaction['seconds']:.1f} s; {len(writes)} writes, max {max(writes):.3f} s")
     assert "error" not in redaction, redaction
-    assert isinstance(redaction["result"], MemoryRecord) and redaction["result"].redacted
+    assert isinstance(redaction["result"], MemoryRecord)
+    assert redaction["result"].redacted
     assert len(writes) >= 10
     assert max(writes) < 1.0, writes
     assert redaction["seconds"] >= HOLD - 5
@@ -163,7 +165,8 @@ def test_a_redaction_that_stopped_waiting_is_finished_once_the_reader_goes(
         erased = alice.redact(secret.id, reason="erasure request")
         assert time.monotonic() - started < 5
         assert erased.redacted
-        assert pending(store) == 1 and holding(store, home)
+        assert pending(store) == 1
+        assert holding(store, home)
         reader.release()
         deadline = time.monotonic() + 10
         while pending(store):  # the store's background finisher, without any call
@@ -199,7 +202,8 @@ def kill_mid_redaction(store: Store, backend: str, where: str, memory_id: str) -
     )
     deadline = time.monotonic() + 60
     while pending(store) == 0:  # committed; the child now waits for the reader
-        assert child.poll() is None and time.monotonic() < deadline
+        assert child.poll() is None
+        assert time.monotonic() < deadline
         time.sleep(0.05)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=10)
@@ -216,7 +220,7 @@ def test_a_redaction_killed_after_its_commit_is_finished_on_the_next_open_and_by
     alice = facade(first, principal=ALICE)
     opened = alice.remember(f"finished by the open {CANARY}a")
     retried = alice.remember(f"finished by the retry {CANARY}b")
-    kept = alice.remember(f"kept {CANARY}c")
+    alice.remember(f"kept {CANARY}c")
 
     # 1. Killed after its commit; the reader goes; nothing runs until the next open.
     reader = OldSnapshot(first)
@@ -246,12 +250,14 @@ def test_a_redaction_killed_after_its_commit_is_finished_on_the_next_open_and_by
                 again = facade(third, principal=ALICE)
                 thread, retry = in_thread(lambda: again.redact(retried.id, reason="retry"))
                 time.sleep(1.5)
-                assert thread.is_alive() and pending(third) == 1  # waits; no 409
+                assert thread.is_alive()
+                assert pending(third) == 1
                 reader.release()
                 released = True
                 thread.join(timeout=30)
                 assert "error" not in retry, retry
-                assert retry["result"].redacted and retry["result"].id == retried.id
+                assert retry["result"].redacted
+                assert retry["result"].id == retried.id
                 assert pending(third) == 0
                 assert holding(third, home, f"{CANARY}b") == []
                 reports = again.verify()

@@ -66,7 +66,7 @@ class Finisher:
     def _try(self) -> bool:
         try:
             return self._attempt()
-        except Exception:  # a failed try changes nothing; it is retried  # noqa: BLE001
+        except Exception:  # a failed try changes nothing; it is retried
             _log.debug("finishing an erasure failed; retrying", exc_info=True)
             return False
 
