@@ -322,24 +322,34 @@ class Ledger:
         reason (its tombstone's content). Each keeps its hashes, so the chain verifies. The
         memory is then refolded from the erased rows, as ``rebuild`` would fold it.
         """
-        rows = list(tx.records(memory.seq))
-        if not rows or rows[0].entry.hash != memory.entry_hash:
+        foreign = memory.id.startswith(lifecycle.FOREIGN_PREFIX)
+        # The rows that name the memory, found by the database: a redaction holds the
+        # write lock, and decoding a long chain in it would stall every other writer.
+        found = tx.records(memory.seq) if foreign else tx.records_naming(memory.id, memory.seq)
+        creation = next(found, None)
+        if creation is None or creation.entry.hash != memory.entry_hash:
             raise IntegrityError(
                 f"the entry that created {memory.id} is not where the projection says;"
                 " run `troth verify`",
                 id=memory.id,
             )
-        content = rows[0].entry.content
-        if memory.id.startswith(lifecycle.FOREIGN_PREFIX):
+        content = creation.entry.content
+        if foreign:
             # A plain personaxis entry: its own line is all the history it has here.
-            self._erase_row(tx, rows[0])
+            self._erase_row(tx, creation)
         else:
             about = MEMORY_TAG + memory.id
-            rows = [
-                self._erase_row(tx, r) if i == 0 or about in r.entry.tags else r
-                for i, r in enumerate(rows)
-            ]
-            refolded = lifecycle.fold_memory(rows, memory.id, tx.owner)
+            rows = {creation.seq: self._erase_row(tx, creation)}
+            for row in found:
+                rows[row.seq] = self._erase_row(tx, row) if about in row.entry.tags else row
+            # The events of the memories that supersede it (an approved edit) refold it too.
+            for row in list(rows.values()):
+                event = row.decode()
+                if event and event.event == "edit" and event.supersedes == memory.id:
+                    for later in tx.records_naming(event.memory, row.seq):
+                        rows.setdefault(later.seq, later)
+            history = [rows[seq] for seq in sorted(rows)]
+            refolded = lifecycle.fold_memory(history, memory.id, tx.owner)
             if refolded is not None:
                 tx.put(refolded)
         for eraser in self._erasers:

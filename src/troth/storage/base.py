@@ -104,6 +104,12 @@ class Transaction(Protocol):
         """Stored rows from ``start`` (0-based sequence number) on."""
         ...
 
+    def records_naming(self, memory_id: str, start: int = 0) -> Iterator[Record]:
+        """Stored rows from ``start`` on whose metadata names ``memory_id`` (its events, the
+        edits that supersede it, exports and checkpoints that list it), found by the
+        database without decoding every row; a superset the caller narrows."""
+        ...
+
     def get(self, memory_id: str) -> MemoryRecord | None:
         """The projected memory, if it belongs to this owner."""
         ...

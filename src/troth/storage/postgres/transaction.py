@@ -29,6 +29,7 @@ DIALECT = sql.Dialect("%s", list, list)
 """PostgreSQL's spelling: ``%s`` placeholders; a list of strings as an array or JSON
 array, which psycopg reads back as a list."""
 _RECORDS = DIALECT.sql(sql.SELECT_RECORDS)
+_NAMING = DIALECT.sql(sql.SELECT_RECORDS_NAMING.format(contains="strpos(meta, ?) > 0"))
 _DOC = DIALECT.sql(sql.SELECT_DOC)
 _ERASE_ROW = DIALECT.sql(sql.ERASE_ROW)
 _REWRITE_ROW = DIALECT.sql(sql.REWRITE_ROW)
@@ -233,6 +234,11 @@ class PostgresTransaction:
     def records(self, start: int = 0) -> Iterator[Record]:
         self.flush()
         return sql.records_of(self._db.execute(_RECORDS, (self._owner, start)), DIALECT)
+
+    def records_naming(self, memory_id: str, start: int = 0) -> Iterator[Record]:
+        self.flush()
+        rows = self._db.execute(_NAMING, (self._owner, start, sql.naming(memory_id)))
+        return sql.records_of(rows, DIALECT)
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         doc = self._pending.get(memory_id)

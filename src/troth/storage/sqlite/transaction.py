@@ -26,6 +26,7 @@ _RAW = json.JSONDecoder().raw_decode  # stored JSON has no surrounding blanks
 DIALECT = sql.Dialect("?", lambda values: json.dumps(list(values)), lambda text: _RAW(text)[0])
 """SQLite's spelling: ``?`` placeholders; a list of strings kept as JSON text."""
 
+_NAMING = sql.SELECT_RECORDS_NAMING.format(contains="instr(meta, ?) > 0")
 _DROP_REPLIES = "DELETE FROM checkpoint_replies WHERE owner = ? AND instr(response, ?) > 0"
 _MOVE_HEAD = (
     "INSERT INTO heads (owner, length, head) VALUES (?,?,?) ON CONFLICT (owner) DO UPDATE"
@@ -57,6 +58,10 @@ class SQLiteTransaction:
 
     def records(self, start: int = 0) -> Iterator[Record]:
         rows = self._db.execute(sql.SELECT_RECORDS, (self._owner, start))
+        return sql.records_of(rows, DIALECT)
+
+    def records_naming(self, memory_id: str, start: int = 0) -> Iterator[Record]:
+        rows = self._db.execute(_NAMING, (self._owner, start, sql.naming(memory_id)))
         return sql.records_of(rows, DIALECT)
 
     def get(self, memory_id: str) -> MemoryRecord | None:
