@@ -36,6 +36,7 @@ class Finisher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failed = False  # a failing try is logged once, not every 200 ms
 
     def finish(self, wait: float = 0.0) -> bool:
         """Try now and then every 50 ms for up to ``wait`` seconds; True when nothing is
@@ -65,10 +66,14 @@ class Finisher:
 
     def _try(self) -> bool:
         try:
-            return self._attempt()
+            done = self._attempt()
         except Exception:  # a failed try changes nothing; it is retried
-            _log.debug("finishing an erasure failed; retrying", exc_info=True)
+            if not self._failed:
+                _log.warning("finishing a pending erasure failed; retrying", exc_info=True)
+            self._failed = True
             return False
+        self._failed = False
+        return done
 
     def _start(self) -> None:
         with self._lock:
