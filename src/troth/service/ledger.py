@@ -357,8 +357,9 @@ class Ledger:
 
     @staticmethod
     def _erase_row(tx: Transaction, record: Record) -> Record:
-        """Erase one row's content and texts (already erased or legacy rows stay as they are)."""
-        if record.entry.redacted or record.entry.is_legacy:
+        """Erase one row's content and texts (a row already erased stays as it is; a legacy
+        row is refused by ``redact_entry``: re-anchor the chain first)."""
+        if record.entry.redacted:
             return record
         texts = dict.fromkeys(record.texts, REDACTED_MARKER)
         entry = redact_entry(record.entry)
