@@ -17,14 +17,16 @@ rebuilt one can only differ if something changed behind the ledger's back.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from troth.core.chain import REDACTED_MARKER, Entry, sha256_hex
 from troth.core.errors import ConflictError, NotFoundError
 from troth.core.events import Event, Record
 from troth.core.records import (
+    ERASED_SCOPE_ID,
     SYSTEM_PRINCIPAL,
     TTL,
     AuditItem,
@@ -45,6 +47,67 @@ ALLOWED_FROM: Mapping[str, tuple[str, ...]] = {
     "redact": ("proposed", "active", "rejected", "expired", "forgotten", "no_store"),
     "expire": ("proposed", "active"),
 }
+
+
+# Free text a person or an agent typed about a memory beyond its content, title and reason:
+# an event keeps it among its erasable texts (committed by sha256, like a reason), not its
+# fields, so a redaction erases it and the chain still verifies. Events written before
+# kept it in ``fields``, which the fold still reads (and which cannot be erased).
+TEXT_FIELDS: Final = ("session", "evidence", "path")
+"""Free-text fields kept as texts of the same name."""
+JSON_FIELDS: Final = ("tags", "extra")
+"""Free-text fields kept as texts holding their canonical JSON."""
+SCOPE_TEXT: Final = "scope_id"
+"""The text that holds a project or conversation scope's id (its level stays a field)."""
+
+
+def split_free_text(
+    fields: Mapping[str, Any], texts: Mapping[str, str], encode: Any
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Move the free text of a creation's ``fields`` into its erasable ``texts``.
+
+    ``encode`` writes a JSON value as canonical text (``events.canonical_bytes``).
+    """
+    kept, erasable = dict(fields), dict(texts)
+    for name in TEXT_FIELDS:
+        if name in kept:
+            erasable[name] = kept.pop(name)
+    for name in JSON_FIELDS:
+        value = kept.pop(name, None)
+        if value:
+            erasable[name] = encode(value).decode("utf-8")
+    scope = kept.get("scope")
+    if scope is not None and scope.get("scope_id") is not None:
+        kept["scope"] = {"level": scope["level"]}
+        erasable[SCOPE_TEXT] = scope["scope_id"]
+    return kept, erasable
+
+
+def _free_text(event: Event, name: str, default: Any = None) -> Any:
+    """A free-text field of a creation: from its texts (``default`` once erased), else
+    from its fields as they were written."""
+    if name not in event.texts:
+        return event.fields.get(name, default)
+    value = event.texts[name]
+    if value == REDACTED_MARKER:
+        return default
+    return json.loads(value) if name in JSON_FIELDS else value
+
+
+def _scope(event: Event) -> Scope:
+    scope = dict(event.fields.get("scope", {"level": "global"}))
+    if SCOPE_TEXT in event.texts:
+        text = event.texts[SCOPE_TEXT]
+        scope["scope_id"] = ERASED_SCOPE_ID if text == REDACTED_MARKER else text
+    return Scope(**scope)
+
+
+def _tags(event: Event) -> tuple[str, ...]:
+    """A creation's tags: those typed (texts, or fields before), then the ones troth sets."""
+    typed = tuple(_free_text(event, "tags", ()))
+    if "tags" not in event.texts:
+        return typed
+    return (*typed, *event.fields.get("tags", ()))
 
 
 def check_transition(memory: MemoryRecord, event: str) -> None:
@@ -89,20 +152,20 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         reason=texts.get("reason", REDACTED_MARKER),
         created_at=entry.ts,
         updated_at=entry.ts,
-        scope=Scope(**f.get("scope", {"level": "global"})),
+        scope=_scope(event),
         kind=f.get("kind", "fact"),
         sensitivity=f.get("sensitivity", "normal"),
         topic=f.get("topic", "general"),
         ttl=TTL(**f.get("ttl", {"policy": "never"})),
         on_behalf_of=event.on_behalf_of,
-        session=f.get("session"),
-        evidence=f.get("evidence"),
+        session=_free_text(event, "session"),
+        evidence=_free_text(event, "evidence"),
         audit=tuple(audit),
         supersedes=event.supersedes,
         retrievable=status == "active",
         revision=1,
         title="" if entry.redacted else texts.get("title", ""),
-        tags=tuple(f.get("tags", ())),
+        tags=_tags(event),
         confidence=f.get("confidence"),
         importance=f.get("importance"),
         valid_from=f.get("valid_from"),
@@ -111,13 +174,13 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         relations=tuple(Relation(**r) for r in f.get("relations", ())),
         lifecycle=f.get("lifecycle", "active"),
         partition=f.get("partition", "default"),
-        path=f.get("path"),
+        path=_free_text(event, "path"),
         page_type=f.get("page_type"),
         derived_from=tuple(f.get("derived_from", ())),
         flagged=bool(f.get("flagged", False)),
         redacted=redacted,
         recorded_at=f.get("recorded_at"),
-        extra=f.get("extra", {}),
+        extra=_free_text(event, "extra", {}),
         stamps=f.get("stamps", {}),
         entry_hash=entry.hash,
         seq=seq,
@@ -313,6 +376,29 @@ def fold(records: Iterable[Record], owner: str) -> dict[str, MemoryRecord]:
     for record in records:
         apply(memories, record, owner)
     return memories
+
+
+def fold_memory(records: Iterable[Record], memory_id: str, owner: str) -> MemoryRecord | None:
+    """One memory's state from the rows from its creation on, as :func:`fold` would give it.
+
+    Only the rows that can change it are applied: its own events, the edits that supersede
+    it (and the events of the memories they create, whose approval supersedes it), exports.
+    A redaction refolds the memory this way once its history is erased, so the stored
+    projection equals what ``rebuild`` folds from the erased chain.
+    """
+    memories: dict[str, MemoryRecord] = {}
+    for record in records:
+        event = record.decode()
+        if event is None or event.event == "checkpoint":
+            continue
+        if event.memory == memory_id and event.event in ("propose", "no_store", "edit"):
+            memories[memory_id] = _created(event, record.entry, record.seq, owner)
+        elif event.event == "edit":
+            if event.supersedes in memories:
+                apply(memories, record, owner)
+        elif event.event == "export" or event.memory in memories:
+            apply(memories, record, owner)
+    return memories.get(memory_id)
 
 
 def text_digest(text: str) -> str:

@@ -68,6 +68,9 @@ DATE_OR_DATETIME_PATTERN: Final = re.compile(
     r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2}))?$"
 )
 SYSTEM_PRINCIPAL: Final = "service:troth"
+ERASED_SCOPE_ID: Final = "-redacted-"
+"""The id a project or conversation scope reads once its memory is redacted (an id of the
+pattern every format accepts; reserved: no write may give it)."""
 
 
 def check_choice(value: object, choices: tuple[str, ...], field_name: str) -> str:

@@ -125,7 +125,7 @@ class Admission:
         fields["status"] = status or _FIRST_STATUS[decision.mode]
         if decision.flagged:
             fields["flagged"] = True
-            fields["tags"] = [*fields["tags"], INJECTION_TAG]
+            fields["tags"] = [*fields.get("tags", ()), INJECTION_TAG]
         texts.setdefault("reason", _default_reason(who, whose, channel))
         memory_id = self.new_id()
         if decision.mode == "no_store":

@@ -78,10 +78,22 @@ class Changes:
     def redact(
         self, memory_id: str, *, reason: str, actor: str | None = None, owner: str | None = None
     ) -> MemoryRecord:
-        """Erase a memory's text from every byte the store keeps; the chain still verifies."""
+        """Erase a memory's text from every byte the store keeps; the chain still verifies.
+
+        Every free text of its history is erased: content, title, reason, scope id, tags,
+        session, evidence, the notes of its approval, rejection or hiding, a forget's
+        reason. Asked again of a memory already redacted (a retry whose first answer was
+        lost, or that returned with its erasure pending), it finishes the compaction and
+        answers the redacted memory instead of a conflict.
+        """
         who = self.parties.actor(actor)
         whose = self.parties.owner_of(memory_id, owner)
         why = check.text(reason, "reason", max_chars=MAX_REDACTION_REASON_CHARS)
+        current = self.parties.stored(whose, memory_id)
+        if current.redacted:
+            store = self.parties.store
+            store.finish_erasures(store.erasure_wait)
+            return current
         return self.change(memory_id, "redact", who, whose, {"note": REDACTION_PREFIX + why})
 
     def _review(

@@ -321,7 +321,9 @@ def erase_copies(tx: Transaction, memory_id: str, text: str) -> None:
     Create answers quote no fact, so a resent create still gets its first answer.
     """
     event_tag = EVENT_TAG + CHECKPOINT_EVENT
-    for row in tx.records(0):
+    # The rows whose metadata names the memory, found by the database (a checkpoint lists
+    # its facts' memory ids): this runs holding the write lock.
+    for row in tx.records_naming(memory_id):
         if event_tag not in row.entry.tags:
             continue
         event = row.decode()

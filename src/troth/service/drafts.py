@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from troth.core.events import Event
+from troth.core import lifecycle
+from troth.core.events import Event, canonical_bytes
 from troth.core.limits import MAX_EVIDENCE_CHARS, MAX_SESSION_CHARS
 from troth.core.policy import Decision
 from troth.core.records import KINDS, MemoryRecord
@@ -134,7 +135,8 @@ class WriteItem(ItemText, WriteFields, total=False):
 
 
 def draft_fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
-    """Validate a draft into the committed metadata fields and the erasable texts."""
+    """Validate a draft into the committed metadata fields and the erasable texts (every
+    free text: reason, title, scope id, tags, session, evidence, path, extra)."""
     fields: dict[str, Any] = {
         "kind": check.choice(draft.kind, KINDS, "kind"),
         "topic": draft.topic,
@@ -178,4 +180,4 @@ def draft_fields(draft: Draft) -> tuple[dict[str, Any], dict[str, str]]:
         texts["reason"] = check.reason(draft.reason)
     if draft.title is not None:
         texts["title"] = check.title(draft.title)
-    return fields, texts
+    return lifecycle.split_free_text(fields, texts, canonical_bytes)

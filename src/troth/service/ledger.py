@@ -33,7 +33,15 @@ from troth.core.chain import (
     tombstone_content,
 )
 from troth.core.errors import IntegrityError, StaleTipError
-from troth.core.events import Event, Record, canonical, check_head, event_tags, verify_records
+from troth.core.events import (
+    MEMORY_TAG,
+    Event,
+    Record,
+    canonical,
+    check_head,
+    event_tags,
+    verify_records,
+)
 from troth.core.records import MemoryRecord
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, WriteResult
@@ -339,15 +347,53 @@ class Ledger:
         return self.commit(tx, event, content=content, channel=channel, reserved=reserved)
 
     def erase_creation(self, tx: Transaction, memory: MemoryRecord) -> None:
-        """Redact the entry that created a memory, and every copy of its text."""
-        record = next(tx.records(memory.seq), None)
-        if record is None or record.entry.hash != memory.entry_hash:
+        """Redact the entries of a memory's history, and every copy of its text.
+
+        The entry that created it (its content, title, reason, scope id, tags…), then every
+        later entry about it: the notes of its approval, rejection or hiding, a forget's
+        reason (its tombstone's content). Each keeps its hashes, so the chain verifies. The
+        memory is then refolded from the erased rows, as ``rebuild`` would fold it.
+        """
+        foreign = memory.id.startswith(lifecycle.FOREIGN_PREFIX)
+        # The rows that name the memory, found by the database: a redaction holds the
+        # write lock, and decoding a long chain in it would stall every other writer.
+        found = tx.records(memory.seq) if foreign else tx.records_naming(memory.id, memory.seq)
+        creation = next(found, None)
+        if creation is None or creation.entry.hash != memory.entry_hash:
             raise IntegrityError(
                 f"the entry that created {memory.id} is not where the projection says;"
                 " run `troth verify`",
                 id=memory.id,
             )
-        erased_texts = dict.fromkeys(record.texts, REDACTED_MARKER)
-        tx.erase(record.seq, redact_entry(record.entry), erased_texts)
+        content = creation.entry.content
+        if foreign:
+            # A plain personaxis entry: its own line is all the history it has here.
+            self._erase_row(tx, creation)
+        else:
+            about = MEMORY_TAG + memory.id
+            rows = {creation.seq: self._erase_row(tx, creation)}
+            for row in found:
+                rows[row.seq] = self._erase_row(tx, row) if about in row.entry.tags else row
+            # The events of the memories that supersede it (an approved edit) refold it too.
+            for row in list(rows.values()):
+                event = row.decode()
+                if event and event.event == "edit" and event.supersedes == memory.id:
+                    for later in tx.records_naming(event.memory, row.seq):
+                        rows.setdefault(later.seq, later)
+            history = [rows[seq] for seq in sorted(rows)]
+            refolded = lifecycle.fold_memory(history, memory.id, tx.owner)
+            if refolded is not None:
+                tx.put(refolded)
         for eraser in self._erasers:
-            eraser(tx, memory.id, record.entry.content)
+            eraser(tx, memory.id, content)
+
+    @staticmethod
+    def _erase_row(tx: Transaction, record: Record) -> Record:
+        """Erase one row's content and texts (a row already erased stays as it is; a legacy
+        row is refused by ``redact_entry``: re-anchor the chain first)."""
+        if record.entry.redacted:
+            return record
+        texts = dict.fromkeys(record.texts, REDACTED_MARKER)
+        entry = redact_entry(record.entry)
+        tx.erase(record.seq, entry, texts)
+        return Record(record.seq, entry, record.meta, texts)

@@ -20,6 +20,7 @@ from troth.core.limits import (
 from troth.core.records import (
     CORE_RELATIONS,
     DATE_OR_DATETIME_PATTERN,
+    ERASED_SCOPE_ID,
     ID_PATTERN,
     LIFECYCLES,
     PAGE_TYPES,
@@ -101,7 +102,13 @@ def scope(value: object) -> Scope:
         return value
     if not isinstance(value, str):
         raise InvalidInputError("scope must be text like global, project:ID or conversation:ID")
-    return Scope.parse(value)
+    parsed = Scope.parse(value)
+    if parsed.scope_id == ERASED_SCOPE_ID:
+        raise InvalidInputError(
+            f"{ERASED_SCOPE_ID} is the id an erased scope reads; give the scope an id of"
+            " letters, digits and ._:-"
+        )
+    return parsed
 
 
 def ttl(value: object) -> TTL:

@@ -104,6 +104,12 @@ class Transaction(Protocol):
         """Stored rows from ``start`` (0-based sequence number) on."""
         ...
 
+    def records_naming(self, memory_id: str, start: int = 0) -> Iterator[Record]:
+        """Stored rows from ``start`` on whose metadata names ``memory_id`` (its events, the
+        edits that supersede it, exports and checkpoints that list it), found by the
+        database without decoding every row; a superset the caller narrows."""
+        ...
+
     def get(self, memory_id: str) -> MemoryRecord | None:
         """The projected memory, if it belongs to this owner."""
         ...
@@ -244,6 +250,20 @@ class Store(Protocol):
 
     def compact(self) -> None:
         """Make erased bytes unreachable in every file the store keeps (WAL, free pages)."""
+        ...
+
+    erasure_wait: float
+    """How long (seconds) an erasing write waits for readers of older snapshots before it
+    returns with its erasure pending (``storage.erasure``)."""
+
+    def pending_erasures(self) -> int:
+        """How many committed erasures are not yet compacted out of every file."""
+        ...
+
+    def finish_erasures(self, wait: float = 0.0) -> bool:
+        """Finish the pending erasures, waiting up to ``wait`` seconds for readers of older
+        snapshots; True when none is left (else they finish in the background, or on the
+        next open)."""
         ...
 
     def close(self) -> None:

@@ -164,6 +164,19 @@ SELECT_RECORDS = (
     "SELECT seq, ts, content, source, tags, content_hash, prev_hash, hash, redacted, meta,"
     " texts FROM ledger WHERE owner = ? AND seq >= ? ORDER BY seq"
 )
+SELECT_RECORDS_NAMING = (
+    "SELECT seq, ts, content, source, tags, content_hash, prev_hash, hash, redacted, meta,"
+    " texts FROM ledger WHERE owner = ? AND seq >= ? AND {contains} ORDER BY seq"
+)
+"""Rows whose metadata contains a text (``{contains}``: the dialect's substring test on
+``meta``, with the third parameter), for :meth:`Transaction.records_naming`."""
+
+
+def naming(memory_id: str) -> str:
+    """What the metadata of a row naming ``memory_id`` contains: the id as a JSON string."""
+    return json.dumps(memory_id)
+
+
 ERASE_ROW = "UPDATE ledger SET content = ?, redacted = ?, texts = ? WHERE owner = ? AND seq = ?"
 REWRITE_ROW = (
     "UPDATE ledger SET ts = ?, content = ?, source = ?, tags = ?, content_hash = ?,"

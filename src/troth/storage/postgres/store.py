@@ -4,9 +4,11 @@ Writes lock the owner's ``heads`` row (``transaction``); the schema and its migr
 in ``schema``, the searches in ``search``. Full text is PostgreSQL's own (``tsvector`` +
 GIN); vectors are pgvector with an HNSW index once the embedder's dimension is known.
 
-Erasure: after a transaction that erased text commits, :meth:`PostgresStore.compact`
-rewrites the tables the text lived in (``VACUUM FULL``: heap, TOAST and every index are
-written anew and the old files unlinked). What remains in WAL and backups is stated in
+Erasure: a transaction that erases text records a pending erasure (with its transaction
+id); once no other session holds a snapshot older than it, the tables the text lived in
+are rewritten (``VACUUM FULL``: heap, TOAST and every index are written anew and the old
+files unlinked), taking each table's lock only if it is free at once, so no writer queues
+behind a reader (``storage.erasure``). What remains in WAL and backups is stated in
 docs/operations.md.
 """
 
@@ -25,6 +27,7 @@ from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
+from troth.storage.erasure import ERASURE_WAIT, Finisher
 from troth.storage.postgres import schema, search
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.search import FILTERS
@@ -39,6 +42,17 @@ from troth.storage.postgres.transaction import (
 )
 from troth.storage.rows import fts_body, memory_from_doc
 
+# Whether another session of this database holds a snapshot taken before the erasures up to
+# the given id committed: its xmin is at or before their transaction ids (compared by age,
+# as xids wrap). Where the role may not see other sessions' xmin, the lock taken without
+# waiting is what holds the compaction back (docs/operations.md).
+_OLDER_SNAPSHOT = (
+    "SELECT EXISTS (SELECT 1 FROM pg_stat_activity a JOIN pending_erasures p ON p.id <= %s"
+    " WHERE a.pid <> pg_backend_pid() AND a.datname = current_database()"
+    " AND a.backend_xmin IS NOT NULL"
+    " AND age(a.backend_xmin) >= age((p.xid::text::numeric %% 4294967296)::text::xid))"
+)
+
 # The projection columns verify holds against each stored document (see ``projection``).
 _CHECKED_COLUMNS = (*sql.PROJECTION_COLUMNS, "tags", "digest")
 
@@ -50,9 +64,13 @@ class PostgresStore(sql.SQLReads):
     filters = FILTERS
     meta_table = "store_meta"
 
-    def __init__(self, url: str, *, compact_after_erase: bool = True) -> None:
+    def __init__(
+        self, url: str, *, compact_after_erase: bool = True, erasure_wait: float = ERASURE_WAIT
+    ) -> None:
         self.url = url
         self.compact_after_erase = compact_after_erase
+        self.erasure_wait = erasure_wait
+        self._erasures = Finisher(self._finish_erasures, "troth-erasure")
         self._connections = sql.Connections(self._connect, lambda db: not db.closed)
         self._iterative_scan: bool | None = None  # known after the first vector query
         try:
@@ -65,6 +83,9 @@ class PostgresStore(sql.SQLReads):
             # The index a bulk load left out when it stopped before its build; while another
             # load runs, that load builds it when it ends.
             schema.build_vector_index(self._connection(), model[1], wait=False)
+        # An erasure committed by a process that stopped before finishing it is finished
+        # now, or as soon as the older snapshots go.
+        self._erasures.finish()
 
     # -- connections and schema ----------------------------------------------------------
 
@@ -254,7 +275,7 @@ class PostgresStore(sql.SQLReads):
                     raise write_error(exc, owner) from exc
                 raise
         if tx is not None and tx.erased and self.compact_after_erase:
-            self.compact()
+            self._erasures.finish(self.erasure_wait)
 
     def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
         """Replace one owner's projection and indexes with recomputed ones."""
@@ -422,7 +443,8 @@ class PostgresStore(sql.SQLReads):
 
         ``VACUUM FULL`` writes each table, its TOAST table and all its indexes into new
         files and unlinks the old ones (a plain VACUUM only marks dead space reusable).
-        It briefly locks the table; see docs/operations.md for the trade-off.
+        It locks each table while it copies it; here it waits for the lock as any
+        statement does (``finish_erasures`` is the path that never queues).
         """
         db = self._connection()
         try:
@@ -430,11 +452,53 @@ class PostgresStore(sql.SQLReads):
                 db.execute(pgsql.SQL("VACUUM (FULL) {}").format(pgsql.Identifier(table)))
         except psycopg.Error as exc:
             raise StorageError(f"the erasure maintenance could not run: {exc}") from exc
+        self._checkpoint(db)
+
+    def pending_erasures(self) -> int:
+        """Erasures committed but not yet compacted out of every file."""
+        row = self._connection().execute("SELECT count(*) FROM pending_erasures").fetchone()
+        return int(row[0]) if row else 0
+
+    def finish_erasures(self, wait: float = 0.0) -> bool:
+        """Finish pending erasures, waiting up to ``wait`` seconds for older snapshots; True
+        when none is left (else a background thread goes on while the store is open)."""
+        return self._erasures.finish(wait)
+
+    def _finish_erasures(self) -> bool:
+        db = self._connection()
+        row = db.execute("SELECT max(id) FROM pending_erasures").fetchone()
+        last = row[0] if row else None
+        if last is None:
+            return True
+        # A session whose snapshot is older than an erasure may still read the erased row
+        # versions, and VACUUM FULL copies every version such a snapshot can see.
+        older = db.execute(_OLDER_SNAPSHOT, (last,)).fetchone()
+        if older and older[0]:
+            return False
+        try:
+            # Take each table's lock only if it is free now: a VACUUM FULL queued behind a
+            # reader would queue every writer behind itself.
+            db.execute("SET lock_timeout = '50ms'")
+            for table in schema.ERASABLE_TABLES:
+                db.execute(pgsql.SQL("VACUUM (FULL) {}").format(pgsql.Identifier(table)))
+        except psycopg.errors.LockNotAvailable:
+            return False
+        finally:
+            with suppress(psycopg.Error):
+                db.execute("RESET lock_timeout")
+        db.execute("DELETE FROM pending_erasures WHERE id <= %s", (last,))
+        self._checkpoint(db)
+        return True
+
+    @staticmethod
+    def _checkpoint(db: psycopg.Connection[Any]) -> None:
         # The old files are truncated at commit and unlinked at the next checkpoint; ask for
         # one now when the role may (superuser or pg_checkpoint), else the server's own comes.
         with suppress(psycopg.errors.InsufficientPrivilege):
             db.execute("CHECKPOINT")
 
     def close(self) -> None:
-        """Close every connection this store opened."""
+        """Stop finishing erasures (what is pending is finished on the next open) and close
+        every connection this store opened."""
+        self._erasures.close()
         self._connections.close(lambda db: db.close())

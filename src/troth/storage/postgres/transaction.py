@@ -29,6 +29,7 @@ DIALECT = sql.Dialect("%s", list, list)
 """PostgreSQL's spelling: ``%s`` placeholders; a list of strings as an array or JSON
 array, which psycopg reads back as a list."""
 _RECORDS = DIALECT.sql(sql.SELECT_RECORDS)
+_NAMING = DIALECT.sql(sql.SELECT_RECORDS_NAMING.format(contains="strpos(meta, ?) > 0"))
 _DOC = DIALECT.sql(sql.SELECT_DOC)
 _ERASE_ROW = DIALECT.sql(sql.ERASE_ROW)
 _REWRITE_ROW = DIALECT.sql(sql.REWRITE_ROW)
@@ -234,6 +235,11 @@ class PostgresTransaction:
         self.flush()
         return sql.records_of(self._db.execute(_RECORDS, (self._owner, start)), DIALECT)
 
+    def records_naming(self, memory_id: str, start: int = 0) -> Iterator[Record]:
+        self.flush()
+        rows = self._db.execute(_NAMING, (self._owner, start, sql.naming(memory_id)))
+        return sql.records_of(rows, DIALECT)
+
     def get(self, memory_id: str) -> MemoryRecord | None:
         doc = self._pending.get(memory_id)
         if doc is not None:
@@ -258,6 +264,13 @@ class PostgresTransaction:
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self.flush()
         self._db.execute(_ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts))
+        self._mark_erased()
+
+    def _mark_erased(self) -> None:
+        """Record the erasure as pending in this transaction (with its transaction id): it
+        commits with the erasure, so one whose process dies first is finished on open."""
+        if not self.erased:
+            self._db.execute("INSERT INTO pending_erasures (owner) VALUES (%s)", (self._owner,))
         self.erased = True
 
     def rewrite(self, seq: int, entry: Entry) -> None:
@@ -286,7 +299,7 @@ class PostgresTransaction:
         ).fetchone()
         dropped = int(row[0]) if row else 0
         if dropped:
-            self.erased = True
+            self._mark_erased()
         return dropped
 
 

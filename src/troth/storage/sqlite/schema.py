@@ -21,10 +21,14 @@ try:  # The standard library's sqlite3 here may lack extension loading and a rec
 except ImportError:  # pragma: no cover - platforms without the wheel
     import sqlite3
 
-__all__ = ["SCHEMA_VERSION", "connect", "migrate", "schema_version", "sqlite3"]
+__all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "connect", "migrate", "schema_version", "sqlite3"]
 
 SCHEMA_VERSION = max(version for version, _, _ in migrations("sqlite"))
 """The version the shipped migrations bring a file to."""
+
+
+BUSY_TIMEOUT_MS = 60000
+"""How long a statement waits for a lock another connection holds before failing."""
 
 
 def connect(path: Path) -> Any:
@@ -40,7 +44,7 @@ def connect(path: Path) -> Any:
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = FULL")
     db.execute("PRAGMA secure_delete = ON")
-    db.execute("PRAGMA busy_timeout = 60000")
+    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     db.execute("PRAGMA foreign_keys = ON")
     try:
         db.enable_load_extension(True)

@@ -1,14 +1,17 @@
 """The embedded default: one SQLite file in WAL mode with FTS5 beside the ledger.
 
 Erasure: ``secure_delete`` zeroes freed bytes, the full-text index runs with FTS5
-``secure-delete``, and :meth:`SQLiteStore.compact` checkpoints and truncates the WAL so an
-erased text is in no file under the store's directory.
+``secure-delete``, and after an erasure commits the WAL is checkpointed and truncated so an
+erased text is in no file under the store's directory. That last step waits for readers of
+older snapshots without holding the write lock (``storage.erasure``): the erasure is
+recorded as pending in its own transaction and finished as soon as they go, or on open.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +22,7 @@ from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
+from troth.storage.erasure import ERASURE_WAIT, Finisher
 from troth.storage.rows import memory_from_doc
 from troth.storage.sqlite import schema
 from troth.storage.sqlite.schema import sqlite3
@@ -38,8 +42,10 @@ class SQLiteStore(sql.SQLReads):
     filters = FILTERS
     meta_table = "meta"
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, erasure_wait: float = ERASURE_WAIT) -> None:
         self.path = Path(path)
+        self.erasure_wait = erasure_wait
+        self._erasures = Finisher(self._finish_erasures, f"troth-erasure {self.path.name}")
         self._connections = sql.Connections(lambda: schema.connect(self.path), lambda db: True)
         # Write transactions of this process queue here rather than in SQLite's busy
         # handler, which polls with sleeps of up to 100 ms and lets a waiter starve; it
@@ -56,6 +62,9 @@ class SQLiteStore(sql.SQLReads):
         model = self.vector_model()
         if model is not None:
             self.search.dimension = model[1]
+        # An erasure committed by a process that stopped before finishing it (killed, or
+        # its reader outlived it) is finished now, or as soon as the readers go.
+        self._erasures.finish()
 
     # -- connections and transactions ------------------------------------------------------
 
@@ -109,10 +118,14 @@ class SQLiteStore(sql.SQLReads):
                 yield tx
                 if tx.vector_changes:
                     generation = bump_generation(db, owner)
+                if tx.erased:
+                    # Merges the full-text segments so no segment keeps an erased term; in
+                    # the erasing transaction, so what it commits is the erasure entire.
+                    db.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
             if generation is not None:
                 self.search.vectors.apply(owner, generation, tx.vector_changes)
         if tx.erased:
-            self.compact()
+            self._erasures.finish(self.erasure_wait)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -194,8 +207,10 @@ class SQLiteStore(sql.SQLReads):
                 [("embedding_model", name), ("embedding_dim", str(dimension))],
             )
             db.execute("UPDATE vector_generations SET gen = gen + 1")
+            # The dropped vectors derive from memory texts: their pages go like an erasure's.
+            db.execute("INSERT INTO pending_erasures (owner) VALUES ('')")
         self.search.reset(dimension)
-        self.compact()
+        self._erasures.finish(self.erasure_wait)
 
     # -- maintenance -------------------------------------------------------------------
 
@@ -205,19 +220,57 @@ class SQLiteStore(sql.SQLReads):
         yield
 
     def compact(self) -> None:
-        """Truncate the WAL after an erasure so no old page image survives in it."""
+        """Truncate the WAL so no old page image survives in it, waiting (without holding
+        the write lock) up to ``erasure_wait`` seconds for readers of older snapshots."""
         db = self._connection()
-        db.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-        for _ in range(50):
-            busy, _log, _done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            if not busy:
-                return
+        deadline = time.monotonic() + self.erasure_wait
+        while not self._truncate_wal(db):
+            if time.monotonic() >= deadline:
+                raise StorageError(
+                    "the write-ahead log could not be truncated because another connection"
+                    " still reads an older snapshot; it is truncated once that reader ends"
+                )
             threading.Event().wait(0.05)
-        raise StorageError(
-            "the write-ahead log could not be truncated because another connection is reading;"
-            " run `troth verify` again when other processes have finished"
-        )
+
+    def pending_erasures(self) -> int:
+        """Erasures committed but not yet compacted out of every file."""
+        row = self._connection().execute("SELECT count(*) FROM pending_erasures").fetchone()
+        return int(row[0])
+
+    def finish_erasures(self, wait: float = 0.0) -> bool:
+        """Finish pending erasures, waiting up to ``wait`` seconds for older readers; True
+        when none is left (else a background thread goes on while the store is open)."""
+        return self._erasures.finish(wait)
+
+    def _finish_erasures(self) -> bool:
+        db = self._connection()
+        last = db.execute("SELECT max(id) FROM pending_erasures").fetchone()[0]
+        if last is None:
+            return True
+        if not self._truncate_wal(db):
+            return False
+        # Every page is in the main file, whose freed bytes secure_delete zeroed, and the
+        # WAL is empty: no file holds what was erased up to ``last``.
+        with self._immediate(db):
+            db.execute("DELETE FROM pending_erasures WHERE id <= ?", (last,))
+        return True
+
+    @staticmethod
+    def _truncate_wal(db: Any) -> bool:
+        """One try at checkpointing and truncating the WAL, giving up at once (busy handler
+        off) if a writer holds the file or a reader an older snapshot: a checkpoint that
+        waited for readers would hold the write lock meanwhile, and stall every writer."""
+        db.execute("PRAGMA busy_timeout = 0")
+        try:
+            busy, _log, _done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {schema.BUSY_TIMEOUT_MS}")
+        return not busy
 
     def close(self) -> None:
-        """Close every connection this store opened."""
+        """Stop finishing erasures (what is pending is finished on the next open) and close
+        every connection this store opened."""
+        self._erasures.close()
         self._connections.close(lambda db: db.close())

@@ -26,6 +26,7 @@ _RAW = json.JSONDecoder().raw_decode  # stored JSON has no surrounding blanks
 DIALECT = sql.Dialect("?", lambda values: json.dumps(list(values)), lambda text: _RAW(text)[0])
 """SQLite's spelling: ``?`` placeholders; a list of strings kept as JSON text."""
 
+_NAMING = sql.SELECT_RECORDS_NAMING.format(contains="instr(meta, ?) > 0")
 _DROP_REPLIES = "DELETE FROM checkpoint_replies WHERE owner = ? AND instr(response, ?) > 0"
 _MOVE_HEAD = (
     "INSERT INTO heads (owner, length, head) VALUES (?,?,?) ON CONFLICT (owner) DO UPDATE"
@@ -59,6 +60,10 @@ class SQLiteTransaction:
         rows = self._db.execute(sql.SELECT_RECORDS, (self._owner, start))
         return sql.records_of(rows, DIALECT)
 
+    def records_naming(self, memory_id: str, start: int = 0) -> Iterator[Record]:
+        rows = self._db.execute(_NAMING, (self._owner, start, sql.naming(memory_id)))
+        return sql.records_of(rows, DIALECT)
+
     def get(self, memory_id: str) -> MemoryRecord | None:
         return sql.memory_of(self._db.execute(sql.SELECT_DOC, (self._owner, memory_id)).fetchone())
 
@@ -76,6 +81,13 @@ class SQLiteTransaction:
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self._db.execute(sql.ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts))
+        self._mark_erased()
+
+    def _mark_erased(self) -> None:
+        """Record the erasure as pending in this transaction: it commits with the erasure,
+        so an erasure whose process dies before compacting is finished on the next open."""
+        if not self.erased:
+            self._db.execute("INSERT INTO pending_erasures (owner) VALUES (?)", (self._owner,))
         self.erased = True
 
     def rewrite(self, seq: int, entry: Entry) -> None:
@@ -95,7 +107,7 @@ class SQLiteTransaction:
     def drop_replies(self, containing: bytes) -> int:
         cursor = self._db.execute(_DROP_REPLIES, (self._owner, containing))
         if cursor.rowcount:
-            self.erased = True
+            self._mark_erased()
         return int(cursor.rowcount)
 
 
