@@ -186,8 +186,16 @@ class Ledger:
                     else:
                         starts[owner] = outer
                 tip = tx.tip()
+        except BaseException:
+            if getattr(self._thread, "erased", False) and self.check is not None:
+                # A redaction told the read check of its erased memory, then did not land:
+                # the next read verifies the owner's chain afresh instead.
+                self.check.forget(owner)
+            raise
         finally:
             self._thread.depth = depth
+            if not depth:
+                self._thread.erased = False
         # Only once committed: a head that never landed must not be built on next time.
         self._advance_verified(owner, tip)
 
@@ -384,6 +392,9 @@ class Ledger:
             refolded = lifecycle.fold_memory(history, memory.id, tx.owner)
             if refolded is not None:
                 tx.put(refolded)
+                if self.check is not None:
+                    self.check.erased(tx.owner, refolded)
+                    self._thread.erased = True  # undone by ``writing`` if the write fails
         for eraser in self._erasers:
             eraser(tx, memory.id, content)
 
