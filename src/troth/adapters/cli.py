@@ -35,6 +35,7 @@ from troth.adapters.console import (
     with_json,
 )
 from troth.adapters.exchange import checkpoint, export_command, import_command, migrate
+from troth.adapters.gate_command import gate
 from troth.adapters.sealing_commands import hold_against_witnesses, prove, render_holdings, seal
 from troth.config import Settings
 from troth.core.errors import TrothError
@@ -156,6 +157,7 @@ for _command in (
     prove,
     info,
     connect,
+    gate,
 ):
     cli.add_command(_command)
 

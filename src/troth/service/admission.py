@@ -146,7 +146,9 @@ class Admission:
             supersedes=supersedes,
         )
         reserved = (INJECTION_TAG,) if decision.flagged else ()
-        return CreationPlan(whose, event, content, channel, reserved, decision)
+        return CreationPlan(
+            whose, event, content, channel, reserved, decision, trust=self.policy.trust
+        )
 
     def plan_vectors(self, plans: Sequence[CreationPlan]) -> dict[str, Any]:
         """Embeddings of planned creations, computed in one batch before the transaction."""

@@ -51,6 +51,9 @@ class CreationPlan:
     channel: str
     reserved: tuple[str, ...]
     decision: Decision
+    #: The policy's trust of each channel, for the edit that derives from what it supersedes
+    #: (``service.provenance.inherit``, run once the superseded memory is read).
+    trust: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

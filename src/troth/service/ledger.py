@@ -36,6 +36,7 @@ from troth.core.events import Event, Record, canonical, check_head, event_tags, 
 from troth.core.records import MemoryRecord
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, WriteResult
+from troth.service.provenance import inherit
 from troth.service.recall import memory_text
 from troth.service.vectors import Vectors
 from troth.storage.base import Store, Tip, Transaction
@@ -260,7 +261,9 @@ class Ledger:
     ) -> WriteResult:
         """Append a planned creation inside an open transaction."""
         if plan.event.supersedes is not None:
-            lifecycle.check_transition(Parties.load(tx, plan.event.supersedes), "edit")
+            old = Parties.load(tx, plan.event.supersedes)
+            lifecycle.check_transition(old, "edit")
+            plan = inherit(plan, old)
         changed = self.commit(
             tx,
             plan.event,
@@ -276,7 +279,7 @@ class Ledger:
             status=created.status,
             owner=plan.owner,
             why=plan.decision.why,
-            flagged=plan.decision.flagged,
+            flagged=created.flagged,
             memory=created,
         )
 

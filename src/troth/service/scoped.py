@@ -10,7 +10,7 @@ head where it was.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, Unpack
 
@@ -20,11 +20,13 @@ from troth.core.limits import (
     MAX_AUDIT_LIMIT,
     MAX_AUDIT_START,
     MAX_BRIEF_CHARS,
+    MAX_GATE_MEMORIES,
     MAX_LIST_LIMIT,
     MAX_LIST_OFFSET,
     MAX_SEARCH_LIMIT,
     MIN_BRIEF_CHARS,
 )
+from troth.core.policy import Justification
 from troth.core.records import KINDS, STATUSES, MemoryRecord
 from troth.service import validation as check
 from troth.service.changes import FORGET_REASON
@@ -214,6 +216,19 @@ class ScopedMemory:
             if len(out) >= limit:
                 break
         return out
+
+    def may_justify(self, action: str, memory_ids: Sequence[str]) -> Justification:
+        """The trust gate over memories this caller may read: the library's one answer.
+
+        A memory the caller may not see (another owner's, a sensitive one without the scope)
+        is "not found", as everywhere else, so the gate tells no one what it cannot read.
+        """
+        self.grant.require(READ, "ask the trust gate")
+        if isinstance(memory_ids, str):
+            memory_ids = [memory_ids]
+        for memory_id in memory_ids[:MAX_GATE_MEMORIES]:
+            self._visible(memory_id)
+        return self._memory.may_justify(action, memory_ids, owner=self.owner)
 
     def verify(self) -> OwnerReport:
         """The owner's chain and projection status."""
