@@ -256,7 +256,7 @@ def _source(memory: MemoryRecord, seen: View) -> dict[str, Any]:
     source: dict[str, Any] = {
         "origin": ORIGIN[memory.channel],
         "basis": BASIS[memory.channel],
-        "principal": memory.actor,
+        "principal": memory.origin or memory.actor,  # the writer of the text's origin
     }
     if memory.on_behalf_of:
         source["on_behalf_of"] = memory.on_behalf_of
@@ -313,6 +313,11 @@ def memory_to_page(memory: MemoryRecord) -> Page:
     }
     if memory.evidence:
         own["evidence"] = memory.evidence
+    # Who made this version and who vouched for it, beside the source (docs/api.md).
+    if memory.origin and memory.actor != memory.origin:
+        own["edited_by"] = memory.actor
+    if memory.endorsed_by:
+        own["endorsed_by"] = list(memory.endorsed_by)
     if memory.status == "active" and not memory.retrievable:
         own["hidden"] = True
     fm[IMPLEMENTATION_KEY] = own
@@ -345,6 +350,8 @@ def page_fields(fm: Mapping[str, Any], path: str, *, keep_import: bool) -> dict[
     tags = [t for t in fm.get("tags", ()) if t != INJECTION_TAG]
     if tags:
         out["tags"] = tags
+    if INJECTION_TAG in fm.get("tags", ()):
+        out["flagged"] = True  # a flag travels: the detector may not see it again
     if "type" in fm:
         out["page_type"] = fm["type"]
     sensitivity = fm.get("sensitivity")

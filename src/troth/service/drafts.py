@@ -84,6 +84,9 @@ class Draft:
     recorded_at: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     stamps: Mapping[str, Any] = field(default_factory=dict)
+    #: Mark the text instruction-shaped whatever the detector says (an import keeps the flag
+    #: its source gave it). A flag only ever restricts: none is cleared by saying False.
+    flagged: bool = False
 
 
 class WriteFields(TypedDict, total=False):
@@ -118,6 +121,7 @@ class WriteFields(TypedDict, total=False):
     recorded_at: str | None
     extra: Mapping[str, Any]
     stamps: Mapping[str, Any]
+    flagged: bool
 
 
 class ItemText(TypedDict):

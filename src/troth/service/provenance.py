@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from troth.core.chain import INJECTION_TAG
 from troth.core.provenance import ENDORSED_FIELD, ORIGIN_FIELD, Source, source_of, weakest
-from troth.core.records import MemoryRecord, principal_kind
+from troth.core.records import PRINCIPAL_PATTERN, MemoryRecord, principal_kind
 from troth.service.drafts import CreationPlan
 
 
@@ -40,3 +40,17 @@ def inherit(plan: CreationPlan, old: MemoryRecord) -> CreationPlan:
     return replace(
         plan, event=replace(event, fields=fields), channel=kept.channel, reserved=reserved
     )
+
+
+def imported(plan: CreationPlan, writer: object) -> CreationPlan:
+    """``plan`` of an imported item naming the writer its source gave (``x_import.source``).
+
+    The importer writes the entry; the text's origin is the source's principal, kept as the
+    origin so every surface names who wrote it. An ill-formed principal is left out.
+    """
+    if not isinstance(writer, str) or writer == plan.event.actor:
+        return plan
+    if not PRINCIPAL_PATTERN.fullmatch(writer):
+        return plan
+    fields = {**plan.event.fields, ORIGIN_FIELD: Source(plan.channel, writer).to_json()}
+    return replace(plan, event=replace(plan.event, fields=fields))
