@@ -34,7 +34,7 @@ def test_the_persons_edit_of_a_tool_proposal_keeps_its_channel_and_writer(
     edited = any_memory.edit(proposed, FIXED)
     assert edited.status == "active"  # the person's edit is their approval
     memory = any_memory.get(edited.id)
-    assert (memory.channel, memory.origin) == ("tool", AGENT)
+    assert (memory.channel, memory.writer) == ("tool", AGENT)
     assert memory.actor == ALICE  # who made this version
     assert memory.endorsed_by == (ALICE,)  # beside the origin, not instead of it
     for action in ("credential_use", "delete", "external_api"):
@@ -46,7 +46,7 @@ def test_the_persons_edit_of_a_tool_proposal_keeps_its_channel_and_writer(
         assert AGENT in answer.reason
     # Edited again by the person: still the agent's tool text at its origin.
     again = any_memory.edit(edited.id, FIXED + ".")
-    assert (any_memory.get(again.id).channel, any_memory.get(again.id).origin) == ("tool", AGENT)
+    assert (any_memory.get(again.id).channel, any_memory.get(again.id).writer) == ("tool", AGENT)
     assert not any_memory.may_justify("delete", [again.id]).allowed
     assert all(report.ok for report in any_memory.verify())  # the fold agrees with the store
 
@@ -66,7 +66,7 @@ def test_an_edit_of_a_flagged_proposal_stays_flagged_whatever_its_new_words(
     memory = any_memory.get(edited.id)
     assert memory.flagged
     assert INJECTION_TAG in memory.tags
-    assert (memory.channel, memory.origin) == ("tool", AGENT)
+    assert (memory.channel, memory.writer) == ("tool", AGENT)
     if memory.status == "proposed":
         any_memory.approve(memory.id)
     for action in ("credential_use", "delete", "file_write"):
@@ -80,7 +80,7 @@ def test_approval_is_an_endorsement_beside_the_source_and_raises_no_trust(
 ) -> None:
     proposed = tool_proposal(any_memory)
     approved = any_memory.approve(proposed)
-    assert (approved.channel, approved.origin, approved.endorsed_by) == ("tool", AGENT, (ALICE,))
+    assert (approved.channel, approved.writer, approved.endorsed_by) == ("tool", AGENT, (ALICE,))
     assert not any_memory.may_justify("external_api", [proposed]).allowed
     assert "endorsement does not raise" in any_memory.may_justify("delete", [proposed]).reason
 
@@ -100,10 +100,10 @@ def test_an_agents_correction_of_the_persons_memory_takes_the_agents_channel(
     )
     assert corrected.status == "proposed"
     memory = any_memory.get(corrected.id)
-    assert (memory.channel, memory.origin, memory.endorsed_by) == ("synthesis", AGENT, ())
+    assert (memory.channel, memory.writer, memory.endorsed_by) == ("synthesis", AGENT, ())
     any_memory.approve(corrected.id)
     after = any_memory.get(corrected.id)
-    assert (after.channel, after.origin, after.endorsed_by) == ("synthesis", AGENT, (ALICE,))
+    assert (after.channel, after.writer, after.endorsed_by) == ("synthesis", AGENT, (ALICE,))
     assert not any_memory.may_justify("delete", [corrected.id]).allowed
     assert all(report.ok for report in any_memory.verify())
 
@@ -142,6 +142,6 @@ def test_an_import_keeps_the_flag_and_the_writer_its_source_gave(
         for memory in carried:
             assert memory.flagged, fmt  # the detector alone would not flag the paraphrase
             assert memory.status == "proposed", fmt  # and it waits for the person
-            assert (memory.channel, memory.origin) == ("tool", AGENT), fmt
+            assert (memory.channel, memory.writer) == ("tool", AGENT), fmt
             assert not any_memory.may_justify("delete", [memory.id]).allowed
     assert any_memory.get(laundered).flagged

@@ -120,7 +120,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         recorded_at=f.get("recorded_at"),
         # The entry's source is the weakest channel the text came through (core/provenance.py);
         # the writer of that origin, and who vouched for the text, are committed fields.
-        origin=origin_of(f, event.actor),
+        origin=origin_of(f),
         endorsed_by=tuple(f.get(ENDORSED_FIELD, ())),
         extra=f.get("extra", {}),
         stamps=f.get("stamps", {}),
@@ -312,7 +312,6 @@ def _apply_foreign(memories: dict[str, MemoryRecord], record: Record, owner: str
         retrievable=not entry.redacted,
         tags=tuple(t for t in entry.tags),
         flagged="injection-flagged" in entry.tags,
-        origin=owner,
         # As for troth's own memories, the event after a redacted line sets the flag:
         # a personaxis "redacted:" tombstone, or a troth redact event.
         redacted=False,

@@ -107,7 +107,7 @@ def _named(memory: MemoryRecord, trust: int) -> dict[str, Any]:
     return {
         "memory": memory.id,
         "channel": memory.channel,
-        "writer": memory.origin or memory.actor,
+        "writer": memory.writer,
         "trust": trust,
         "flagged": memory.flagged,
         "endorsed_by": list(memory.endorsed_by),

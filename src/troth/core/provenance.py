@@ -39,7 +39,7 @@ class Source:
 
 def source_of(memory: MemoryRecord) -> Source:
     """The source a memory's text carries: its channel and the writer of its origin."""
-    return Source(memory.channel, memory.origin or memory.actor)
+    return Source(memory.channel, memory.writer)
 
 
 def weakest(sources: Sequence[Source], trust: Mapping[str, int]) -> Source:
@@ -49,12 +49,13 @@ def weakest(sources: Sequence[Source], trust: Mapping[str, int]) -> Source:
     return min(sources, key=lambda s: trust.get(s.channel, 0))
 
 
-def origin_of(fields: Mapping[str, Any], actor: str) -> str:
-    """The writer of a creation event's origin: ``fields.origin.actor``, else its own actor."""
+def origin_of(fields: Mapping[str, Any]) -> str:
+    """The writer of a creation event's origin (``fields.origin.actor``), or "" when the
+    event's own actor wrote it (so a ledger written before origins were kept folds alike)."""
     origin = fields.get(ORIGIN_FIELD)
     if isinstance(origin, Mapping) and isinstance(origin.get("actor"), str):
         return str(origin["actor"])
-    return actor
+    return ""
 
 
 def endorsed(memory: MemoryRecord, person: str) -> tuple[str, ...]:

@@ -253,14 +253,20 @@ class MemoryRecord:
     redacted: bool = False
     recorded_at: str | None = None
     # Provenance (docs/api.md, "Trust model"): ``channel`` and ``origin`` say where the text
-    # came from, the weakest of its sources; ``endorsed_by`` the people who approved or
-    # edited it since. An endorsement never changes the channel.
+    # came from, the weakest of its sources (``origin`` empty: ``actor`` wrote it);
+    # ``endorsed_by`` the people who approved or edited it since. An endorsement never
+    # changes the channel.
     origin: str = ""
     endorsed_by: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     stamps: Mapping[str, Any] = field(default_factory=dict)
     entry_hash: str = ""
     seq: int = 0
+
+    @property
+    def writer(self) -> str:
+        """Who wrote the text at its origin: ``origin``, or ``actor`` when it names none."""
+        return self.origin or self.actor
 
     @property
     def searchable(self) -> bool:

@@ -48,7 +48,7 @@ def to_record(memory: MemoryRecord) -> dict[str, Any]:
     """The HUX view of a memory."""
     # The source is the text's origin (its channel and writer); who made this version and
     # who vouched for it sit beside it in provenance (docs/api.md, "Trust model").
-    origin = memory.origin or memory.actor
+    origin = memory.writer
     source: dict[str, Any] = {"channel": memory.channel, "principal": origin}
     if memory.on_behalf_of:
         source["on_behalf_of"] = memory.on_behalf_of

@@ -256,7 +256,7 @@ def _source(memory: MemoryRecord, seen: View) -> dict[str, Any]:
     source: dict[str, Any] = {
         "origin": ORIGIN[memory.channel],
         "basis": BASIS[memory.channel],
-        "principal": memory.origin or memory.actor,  # the writer of the text's origin
+        "principal": memory.writer,  # the writer of the text's origin
     }
     if memory.on_behalf_of:
         source["on_behalf_of"] = memory.on_behalf_of
