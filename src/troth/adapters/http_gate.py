@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from troth.adapters.gate_views import GateAnswer
 from troth.adapters.http import ON_MEMORY, Caller
 from troth.core.limits import MAX_ACTION_CHARS, MAX_GATE_MEMORIES, MAX_ID_CHARS
 
@@ -35,39 +36,15 @@ class GateIn(BaseModel):
     )
 
 
-class SourceOut(BaseModel):
-    """The memory that decided the answer: the weakest source of those asked about."""
-
-    memory: str
-    channel: str
-    writer: str = Field(description="who wrote the text at its origin")
-    trust: int = Field(description="the trust the gate gave it (0: flagged or not active)")
-    flagged: bool
-    endorsed_by: list[str] = Field(
-        description="people who approved or edited it; an endorsement does not raise trust"
-    )
-
-
-class GateOut(BaseModel):
-    """The gate's answer, the same on every surface."""
-
-    allowed: bool
-    action: str
-    required: int = Field(description="the least trust the action needs")
-    trust: int = Field(description="the trust of the weakest source")
-    reason: str
-    weakest: SourceOut | None
-
-
 def gate_router() -> APIRouter:
     """The route of this module, for ``app.include_router``."""
     router = APIRouter()
 
     @router.post("/api/gate", tags=["trust"], responses=ON_MEMORY)
-    def gate(scoped: Caller, body: GateIn) -> GateOut:
+    def gate(scoped: Caller, body: GateIn) -> GateAnswer:
         """May these memories justify a sensitive action? The weakest source decides."""
         answer = scoped.may_justify(body.action, body.memory_ids)
-        return GateOut.model_validate(answer.to_dict())
+        return GateAnswer.model_validate(answer.to_dict())
 
     return router
 

@@ -12,8 +12,9 @@ from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from troth.adapters.gate_views import GateAnswer
 from troth.adapters.mcp_tool import Runner, StrictTool, ToolSpec
 from troth.core.limits import MAX_ACTION_CHARS, MAX_GATE_MEMORIES, MAX_ID_CHARS
 from troth.service.scoped import ScopedMemory
@@ -31,30 +32,6 @@ GATE_TOOLS: tuple[ToolSpec, ...] = (
         read_only=True,
     ),
 )
-
-
-class Source(BaseModel):
-    """The memory that decided the answer."""
-
-    memory: str
-    channel: str
-    writer: str = Field(description="Who wrote the text at its origin.")
-    trust: int = Field(description="The trust the gate gave it (0: flagged or not active).")
-    flagged: bool
-    endorsed_by: list[str] = Field(
-        description="People who approved or edited it; an endorsement does not raise trust."
-    )
-
-
-class GateResult(BaseModel):
-    """``trust.gate`` output: the same answer as the library's ``may_justify``."""
-
-    allowed: bool
-    action: str
-    required: int = Field(description="The least trust the action needs.")
-    trust: int = Field(description="The trust of the weakest source.")
-    reason: str
-    weakest: Source | None
 
 
 def gate_tools(run: Runner, name: Callable[[str], str]) -> list[StrictTool]:
@@ -79,9 +56,9 @@ def gate_tools(run: Runner, name: Callable[[str], str]) -> list[StrictTool]:
             ),
         ],
         ctx: Context,
-    ) -> Annotated[CallToolResult, GateResult]:
-        def act(s: ScopedMemory) -> GateResult:
-            return GateResult.model_validate(s.may_justify(action, memory_ids).to_dict())
+    ) -> Annotated[CallToolResult, GateAnswer]:
+        def act(s: ScopedMemory) -> GateAnswer:
+            return GateAnswer.model_validate(s.may_justify(action, memory_ids).to_dict())
 
         return await run("trust.gate", ctx, act)
 
