@@ -76,6 +76,14 @@ def test_mcp_returns_the_flag_and_the_source_and_quotes_memories_as_data(
                 "brief": await call("context.brief", {"task": QUERY}),
                 "read": [await call("memory.read", {"id": i}) for i in sorted(planted)],
             }
+            made = await call(
+                "checkpoint.create",
+                {"session_id": "s-1", "label": "savings", "summary": "Talked about savings."},
+            )
+            out["restore"] = await call(
+                "checkpoint.restore_brief",
+                {"checkpoint_id": made["checkpoint_id"], "session_id": "s-1"},
+            )
             resource = await client.read_resource(f"troth://brief?task={QUERY}")
             out["resource"] = resource.contents[0].text  # type: ignore[union-attr]
             return out
@@ -91,6 +99,10 @@ def test_mcp_returns_the_flag_and_the_source_and_quotes_memories_as_data(
     assert len(listed) == 2
     for item in listed:
         is_flagged_tool(item)
+    restored = [m for m in got["restore"]["memories"] if m["memory_id"] in planted]
+    assert len(restored) == 2
+    for item in restored:
+        is_flagged_tool(item, writer_key="writer")
     brief = got["brief"]
     assert planted <= set(brief["memory_ids"])
     for item in (m for m in brief["memories"] if m["id"] in planted):
