@@ -20,6 +20,7 @@ from tests.adapters.conftest import auth, invoke
 from troth.adapters.console import EXIT_NOT_FOUND, EXIT_OK
 from troth.adapters.mcp import create_mcp
 from troth.adapters.server import ServerOptions, create_app
+from troth.config import Settings, build_memory
 from troth.core.access import HUMAN_DEFAULT_SCOPES, Grant
 from troth.service.memory import Memory
 
@@ -130,3 +131,36 @@ def test_the_gate_refuses_bad_questions_alike(library: Memory, home: Path) -> No
         assert set(empty.json()) >= {"error", "message"}
         anonymous = client.post("/api/gate", json={"action": "delete", "memory_ids": [own]})
         assert anonymous.status_code == 401
+
+
+def test_the_gate_answers_only_about_what_the_caller_may_read(library: Memory, home: Path) -> None:
+    private = library.remember("My blood pressure medicine is taken at 8am", topic="health")
+    if private.status == "proposed":
+        library.approve(private.id)
+    with build_memory(Settings.load(home=home, principal="human:bob")) as own:  # same store
+        bob = own.remember("Bob keeps his bike in the second shed").id
+    reader = library.tokens.create(AGENT, ["memory:read"], on_behalf_of=ALICE).token
+    app = create_app(library, library.tokens, ServerOptions(allowed_hosts=("testserver",)))
+    with TestClient(app) as client:
+        for memory_id in (private.id, bob):
+            reply = client.post(
+                "/api/gate",
+                json={"action": "delete", "memory_ids": [memory_id]},
+                headers=auth(reader),
+            )
+            assert reply.status_code == 404, reply.text
+    server = create_mcp(library, stdio_grant=Grant(AGENT, frozenset({"memory:read"}), ALICE))
+
+    async def main() -> list[str]:
+        async with Client(server) as client:
+            out = []
+            for memory_id in (private.id, bob):
+                result = await client.call_tool(
+                    "trust.gate", {"action": "delete", "memory_ids": [memory_id]}
+                )
+                assert result.is_error
+                out.append(result.content[0].text)  # type: ignore[union-attr]
+            return out
+
+    for text in anyio.run(main):
+        assert text.endswith("(not_found)"), text
