@@ -11,6 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
+from mcp import Client
+from starlette.testclient import TestClient
+
+from tests.adapters.conftest import auth
+from troth.adapters.mcp import create_mcp
+from troth.adapters.server import ServerOptions, create_app
+from troth.core.access import AGENT_DEFAULT_SCOPES, HUMAN_DEFAULT_SCOPES, Grant
 from troth.core.chain import INJECTION_TAG
 from troth.formats import hux, personaxis
 from troth.service.memory import Memory
@@ -145,3 +153,36 @@ def test_an_import_keeps_the_flag_and_the_writer_its_source_gave(
             assert (memory.channel, memory.writer) == ("tool", AGENT), fmt
             assert not any_memory.may_justify("delete", [memory.id]).allowed
     assert any_memory.get(laundered).flagged
+
+
+def test_every_path_to_a_new_version_carries_the_source(any_memory: Memory) -> None:
+    """The review page's edit (HTTP) and an agent's memory.update (MCP) derive alike."""
+    proposed = tool_proposal(any_memory)
+    token = any_memory.tokens.create(ALICE, HUMAN_DEFAULT_SCOPES).token
+    app = create_app(any_memory, any_memory.tokens, ServerOptions(allowed_hosts=("testserver",)))
+    with TestClient(app) as client:
+        reply = client.post(
+            f"/api/memories/{proposed}/edit", json={"content": FIXED}, headers=auth(token)
+        )
+        assert reply.status_code == 201, reply.text
+        edited = reply.json()["id"]
+        shown = client.get(f"/api/memories/{edited}", headers=auth(token)).json()
+    assert (shown["channel"], shown["origin"], shown["endorsed_by"]) == ("tool", AGENT, [ALICE])
+
+    own = any_memory.remember("I take the 7:40 train to work").id
+    grant = Grant(AGENT, frozenset(AGENT_DEFAULT_SCOPES), ALICE)
+
+    async def update() -> dict[str, object]:
+        async with Client(create_mcp(any_memory, stdio_grant=grant)) as client:
+            result = await client.call_tool(
+                "memory.update", {"id": own, "content": "Alice takes the 8:10 train"}
+            )
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            return dict(result.structured_content)
+
+    corrected = str(anyio.run(update)["id"])
+    any_memory.approve(corrected)
+    memory = any_memory.get(corrected)
+    assert (memory.channel, memory.writer, memory.endorsed_by) == ("synthesis", AGENT, (ALICE,))
+    assert not any_memory.may_justify("delete", [corrected]).allowed
