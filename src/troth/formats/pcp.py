@@ -313,11 +313,6 @@ def memory_to_page(memory: MemoryRecord) -> Page:
     }
     if memory.evidence:
         own["evidence"] = memory.evidence
-    # Who made this version and who vouched for it, beside the source (docs/api.md).
-    if memory.origin and memory.actor != memory.origin:
-        own["edited_by"] = memory.actor
-    if memory.endorsed_by:
-        own["endorsed_by"] = list(memory.endorsed_by)
     if memory.status == "active" and not memory.retrievable:
         own["hidden"] = True
     fm[IMPLEMENTATION_KEY] = own

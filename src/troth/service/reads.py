@@ -74,9 +74,10 @@ class Reads:
         tool ``trust.gate``): the same question gets the same :class:`Justification`.
         """
         check.text(action, "action", max_chars=MAX_ACTION_CHARS)
-        if isinstance(memory_ids, str) or not 1 <= len(memory_ids) <= MAX_GATE_MEMORIES:
+        # None named is an answer (nothing justifies it), too many a question refused.
+        if isinstance(memory_ids, str) or len(memory_ids) > MAX_GATE_MEMORIES:
             raise InvalidInputError(
-                f"name from 1 to {MAX_GATE_MEMORIES} memory ids whose text would justify"
+                f"name up to {MAX_GATE_MEMORIES} memory ids (a list) whose text would justify"
                 f" {action!r}",
                 field="memory_ids",
             )
