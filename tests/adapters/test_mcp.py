@@ -29,6 +29,7 @@ TOOLS = {
     "memory.forget",
     "context.brief",
     "audit.list",
+    "trust.gate",
     "checkpoint.create",
     "checkpoint.drift_audit",
     "checkpoint.restore_brief",

@@ -70,6 +70,14 @@ EXPECTED: dict[str, tuple[str, bool, bool, bool, set[str], set[str]]] = {
     "memory.forget": ("Forget a memory", False, True, True, {"id"}, {"reason"}),
     "context.brief": ("Brief for a task", True, False, True, {"task"}, {"budget_chars"}),
     "audit.list": ("Audit trail", True, False, True, set(), {"memory_id", "start", "limit"}),
+    "trust.gate": (
+        "May memories justify an action?",
+        True,
+        False,
+        True,
+        {"action", "memory_ids"},
+        set(),
+    ),
     "checkpoint.create": (
         "Save a session checkpoint",
         False,
@@ -116,6 +124,7 @@ OUTPUT: dict[str, set[str]] = {
     "memory.forget": {"id", "status"},
     "context.brief": {"brief", "memory_ids", "used_chars", "budget_chars"},
     "audit.list": {"events"},
+    "trust.gate": {"allowed", "action", "required", "trust", "reason", "weakest"},
     "checkpoint.create": {"checkpoint_id", "created_at", "review_required", "memories"},
     "checkpoint.drift_audit": {"drift_score"},
     "checkpoint.restore_brief": {"checkpoint_id", "facts", "memories", "withheld_sensitive"},

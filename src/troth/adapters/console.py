@@ -1,7 +1,7 @@
 """What every CLI command shares: the context object, output, and the one error-to-exit table.
 
-Exit codes: 0 ok; 1 not found, or verification failed; 2 bad input or denied by policy.
-``cli.py`` (the ledger's verbs), ``exchange.py`` (export, import, migrate, checkpoint) and
+Exit codes: 0 ok; 1 not found, or verification failed (or ``troth gate`` said no); 2 bad
+input or denied by policy. ``cli.py`` (the ledger's verbs), ``exchange.py`` (export, import, migrate, checkpoint) and
 ``commands.py`` (serve, mcp, token, demo) all run their bodies under :func:`handled`.
 """
 

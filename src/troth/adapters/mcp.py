@@ -27,6 +27,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from troth.adapters.mcp_checkpoints import CHECKPOINT_TOOLS, checkpoint_tools
+from troth.adapters.mcp_gate import GATE_TOOLS, gate_tools
 from troth.adapters.mcp_resources import add_prompts, add_resources
 from troth.adapters.mcp_tool import (
     GRANT_KEY,
@@ -164,7 +165,7 @@ MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 #: Every tool, in the order ``tools/list`` gives them.
-TOOLS: tuple[ToolSpec, ...] = MEMORY_TOOLS + CHECKPOINT_TOOLS
+TOOLS: tuple[ToolSpec, ...] = MEMORY_TOOLS + GATE_TOOLS + CHECKPOINT_TOOLS
 
 MemoryId = Annotated[str, Field(description="A memory id (m_…) from search, list or a write.")]
 Limit = Annotated[
@@ -210,6 +211,7 @@ def create_mcp(
     tools: list[Tool] = [
         StrictTool.of(spec, functions[spec.name], name=name(spec.name)) for spec in MEMORY_TOOLS
     ]
+    tools += gate_tools(run, name)
     tools += checkpoint_tools(run, name)
     # No change notifications are sent (a memory changes through HTTP, the page and the CLI
     # too), so none are advertised: ``subscriptions=False`` leaves ``subscriptions/listen``

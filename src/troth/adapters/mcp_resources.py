@@ -29,7 +29,7 @@ from pydantic import Field
 from troth.adapters.mcp_tool import Runner
 from troth.core.errors import NotFoundError, TrothError
 from troth.formats import pcp
-from troth.service.scoped import ScopedMemory, not_found
+from troth.service.scoped import ScopedMemory, compose_brief, not_found
 
 #: The JSON-RPC code the MCP specification gives "resource not found".
 RESOURCE_NOT_FOUND = -32002
@@ -53,15 +53,8 @@ def _brief(scoped: ScopedMemory, task: str) -> str:
     if task.strip():
         return scoped.brief(task, budget_chars=BRIEF_CHARS).text
     items, _ = scoped.memories(statuses=("active",), limit=50)
-    lines = [f"- ({m.kind}) {m.content} [{m.id}]" for m in items if m.retrievable]
-    kept: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > BRIEF_CHARS:
-            break
-        kept.append(line)
-        used += len(line) + 1
-    return "\n".join(kept)
+    # The same quoted lines as context.brief: memories are data, never instructions.
+    return compose_brief([m for m in items if m.retrievable], BRIEF_CHARS).text
 
 
 def add_resources(server: MCPServer, run: Runner) -> None:

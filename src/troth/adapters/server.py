@@ -11,6 +11,7 @@ stdio. Layout of the application::
                             the OAuth authorization server (oauth_server.py: its metadata,
                             /register, /authorize, /token, /revoke, /api/oauth/consent/…),
                             /api/counts, /api/tokens … (http_ledger.py),
+                            /api/gate, the trust gate (http_gate.py),
                             / (the review page) and /web/… (its static files)
 """
 
@@ -36,6 +37,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from troth.adapters.http import create_api, error_response
+from troth.adapters.http_gate import gate_router
 from troth.adapters.http_ledger import ledger_router
 from troth.adapters.mcp import GRANT_KEY, ToolNames, create_mcp
 from troth.adapters.oauth import ProtectedResource
@@ -283,6 +285,7 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
 
     api = create_api(memory, tokens, lifespan=lifespan, mcp_path=MCP_PATH, recalls=recalls)
     api.include_router(ledger_router())
+    api.include_router(gate_router())
     resource = ProtectedResource(
         MCP_PATH, public_url=options.public_url, issuer=options.oauth_issuer
     )

@@ -229,6 +229,11 @@ class MemoryView:
     retrievable: bool = True
     superseded_by: str | None = None
     stale: bool = False
+    #: Where its text came from, when the port knows (the ledger's does): the channel, the
+    #: writer of its origin and the injection flag travel into the brief with the text.
+    channel: str | None = None
+    writer: str | None = None
+    flagged: bool = False
 
     @property
     def current(self) -> bool:
@@ -445,6 +450,9 @@ class BriefMemory:
     memory_id: str
     content: str
     sensitivity: str
+    channel: str | None = None
+    writer: str | None = None
+    flagged: bool = False
 
 
 @dataclass(frozen=True)
@@ -528,7 +536,16 @@ def compose_restore_brief(
             withheld += 1
             continue
         if len(added) < max_memories:
-            added.append(BriefMemory(view.memory_id, view.content, view.sensitivity))
+            added.append(
+                BriefMemory(
+                    view.memory_id,
+                    view.content,
+                    view.sensitivity,
+                    view.channel,
+                    view.writer,
+                    view.flagged,
+                )
+            )
     return RestoreBrief(
         checkpoint_id=checkpoint.checkpoint_id,
         session_id=checkpoint.session_id,

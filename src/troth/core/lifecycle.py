@@ -25,6 +25,7 @@ from typing import Any, Final
 from troth.core.chain import REDACTED_MARKER, Entry, sha256_hex
 from troth.core.errors import ConflictError, NotFoundError
 from troth.core.events import Event, Record
+from troth.core.provenance import ENDORSED_FIELD, endorsed, origin_of
 from troth.core.records import (
     ERASED_SCOPE_ID,
     SYSTEM_PRINCIPAL,
@@ -180,6 +181,10 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         flagged=bool(f.get("flagged", False)),
         redacted=redacted,
         recorded_at=f.get("recorded_at"),
+        # The entry's source is the weakest channel the text came through (core/provenance.py);
+        # the writer of that origin, and who vouched for the text, are committed fields.
+        origin=origin_of(f),
+        endorsed_by=tuple(f.get(ENDORSED_FIELD, ())),
         extra=_free_text(event, "extra", {}),
         stamps=f.get("stamps", {}),
         entry_hash=entry.hash,
@@ -238,8 +243,16 @@ def apply(memories: dict[str, MemoryRecord], record: Record, owner: str) -> None
     check_transition(memory, event.event)
     item = AuditItem(entry.ts, _ACTION[event.event], event.actor, note)
     if event.event == "approve":
+        # Only people approve (service/changes.py): the approval is their endorsement, kept
+        # beside the memory's source, which it does not change.
         approved = _step(
-            memory, entry, event, status="active", retrievable=True, audit=_audit(memory, item)
+            memory,
+            entry,
+            event,
+            status="active",
+            retrievable=True,
+            audit=_audit(memory, item),
+            endorsed_by=endorsed(memory, event.actor),
         )
         memories[memory.id] = approved
         if approved.supersedes:

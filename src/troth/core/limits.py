@@ -37,3 +37,7 @@ MAX_BRIEF_CHARS: Final = 20000
 MAX_AUDIT_LIMIT: Final = 1000
 MAX_AUDIT_START: Final = 10**9
 MAX_ID_CHARS: Final = 128
+
+# -- the trust gate (docs/api.md, "Trust model") ----------------------------------------
+MAX_GATE_MEMORIES: Final = 100  # the memories one question to the gate may name
+MAX_ACTION_CHARS: Final = 64  # an action's name, as the policy's [actions] table spells it

@@ -104,23 +104,38 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class Justification:
-    """Whether memories may justify a sensitive action: the answer and its reason."""
+    """Whether memories may justify a sensitive action: the answer, its reason, and the
+    memory that decided it (the weakest source: its id, channel and the writer of its origin)."""
 
     allowed: bool
     action: str
     required: int
     trust: int
     reason: str
+    weakest: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready view."""
+        """A JSON-ready view: the one answer every surface gives (docs/api.md, the gate)."""
         return {
             "allowed": self.allowed,
             "action": self.action,
             "required": self.required,
             "trust": self.trust,
             "reason": self.reason,
+            "weakest": None if self.weakest is None else dict(self.weakest),
         }
+
+
+def _named(memory: MemoryRecord, trust: int) -> dict[str, Any]:
+    """The source a gate answer names: which memory, through which channel, written by whom."""
+    return {
+        "memory": memory.id,
+        "channel": memory.channel,
+        "writer": memory.writer,
+        "trust": trust,
+        "flagged": memory.flagged,
+        "endorsed_by": list(memory.endorsed_by),
+    }
 
 
 @dataclass(frozen=True)
@@ -261,14 +276,19 @@ class Policy:
                 field="action",
             )
         required = self.actions[action]
-        inactive = [m.id for m in memories if m.status != "active" or not m.retrievable]
         if not memories:
             return Justification(False, action, required, 0, "no memory was given to justify it")
+        inactive = [m for m in memories if m.status != "active" or not m.retrievable]
         if inactive:
             return Justification(
-                False, action, required, 0, f"memories not active: {', '.join(inactive)}"
+                False,
+                action,
+                required,
+                0,
+                f"memories not active: {', '.join(m.id for m in inactive)}",
+                _named(inactive[0], 0),
             )
-        flagged = [m.id for m in memories if m.flagged]
+        flagged = [m for m in memories if m.flagged]
         if flagged:
             # Instruction-shaped text is data someone wanted obeyed: whoever approved it,
             # it never vouches for an action (docs/api.md, the trust model).
@@ -277,14 +297,24 @@ class Policy:
                 action,
                 required,
                 0,
-                f"memory {flagged[0]} is flagged as instruction-shaped text; a flagged memory"
+                f"memory {flagged[0].id} is flagged as instruction-shaped text; a flagged memory"
                 " never justifies an action",
+                _named(flagged[0], 0),
             )
-        trust = min(self.trust[m.channel] for m in memories)
+        # The weakest source decides; the first of equals is named, so the answer is stable.
         weakest = min(memories, key=lambda m: self.trust[m.channel])
+        trust = self.trust[weakest.channel]
+        named = _named(weakest, trust)
+        writer = named["writer"]
         if trust >= required:
             return Justification(
-                True, action, required, trust, f"weakest channel {weakest.channel} meets {required}"
+                True,
+                action,
+                required,
+                trust,
+                f"weakest source: memory {weakest.id}, written by {writer} through"
+                f" {weakest.channel} (trust {trust}), meets {required}",
+                named,
             )
         return Justification(
             False,
@@ -292,7 +322,14 @@ class Policy:
             required,
             trust,
             f"{action} needs trust {required}; memory {weakest.id} came through "
-            f"{weakest.channel} (trust {trust}), which cannot justify it",
+            f"{weakest.channel} (trust {trust}), written by {writer}, which cannot justify it"
+            + (
+                f" (endorsed by {', '.join(weakest.endorsed_by)}: an endorsement does not"
+                " raise a source's trust)"
+                if weakest.endorsed_by
+                else ""
+            ),
+            named,
         )
 
 

@@ -255,10 +255,21 @@ class MemoryRecord:
     flagged: bool = False
     redacted: bool = False
     recorded_at: str | None = None
+    # Provenance (docs/api.md, "Trust model"): ``channel`` and ``origin`` say where the text
+    # came from, the weakest of its sources (``origin`` empty: ``actor`` wrote it);
+    # ``endorsed_by`` the people who approved or edited it since. An endorsement never
+    # changes the channel.
+    origin: str = ""
+    endorsed_by: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     stamps: Mapping[str, Any] = field(default_factory=dict)
     entry_hash: str = ""
     seq: int = 0
+
+    @property
+    def writer(self) -> str:
+        """Who wrote the text at its origin: ``origin``, or ``actor`` when it names none."""
+        return self.origin or self.actor
 
     @property
     def searchable(self) -> bool:
@@ -301,4 +312,6 @@ def memory_from_dict(data: Mapping[str, Any]) -> MemoryRecord:
     values["relations"] = tuple(Relation(**r) for r in values["relations"])
     values["tags"] = tuple(values["tags"])
     values["derived_from"] = tuple(values["derived_from"])
+    if "endorsed_by" in values:
+        values["endorsed_by"] = tuple(values["endorsed_by"])
     return MemoryRecord(**values)

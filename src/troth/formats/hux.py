@@ -46,7 +46,10 @@ def validator() -> jsonschema.Draft202012Validator:
 
 def to_record(memory: MemoryRecord) -> dict[str, Any]:
     """The HUX view of a memory."""
-    source: dict[str, Any] = {"channel": memory.channel, "principal": memory.actor}
+    # The source is the text's origin (its channel and writer); who made this version and
+    # who vouched for it sit beside it in provenance (docs/api.md, "Trust model").
+    origin = memory.writer
+    source: dict[str, Any] = {"channel": memory.channel, "principal": origin}
     if memory.on_behalf_of:
         source["on_behalf_of"] = memory.on_behalf_of
     if memory.session:
@@ -64,6 +67,10 @@ def to_record(memory: MemoryRecord) -> dict[str, Any]:
         provenance["flagged"] = True
     if memory.redacted:
         provenance["redacted"] = True
+    if memory.actor != origin:
+        provenance["edited_by"] = memory.actor
+    if memory.endorsed_by:
+        provenance["endorsed_by"] = list(memory.endorsed_by)
     record: dict[str, Any] = {
         "schema": "hux.memory.v1",
         "id": memory.id,
@@ -178,6 +185,8 @@ def item(record: dict[str, Any], where: str) -> Item | Refusal:
     tags = [t for t in identity.get("tags", ()) if t != INJECTION_TAG]
     if tags:
         fields["tags"] = foreign.clean_tags(tags)
+    if record.get("provenance", {}).get("flagged") is True:
+        fields["flagged"] = True  # a flag travels: the detector may not see it again
     if "session" in source:
         fields["session"] = source["session"]
     if "ref" in source:

@@ -256,7 +256,7 @@ def _source(memory: MemoryRecord, seen: View) -> dict[str, Any]:
     source: dict[str, Any] = {
         "origin": ORIGIN[memory.channel],
         "basis": BASIS[memory.channel],
-        "principal": memory.actor,
+        "principal": memory.writer,  # the writer of the text's origin
     }
     if memory.on_behalf_of:
         source["on_behalf_of"] = memory.on_behalf_of
@@ -345,6 +345,8 @@ def page_fields(fm: Mapping[str, Any], path: str, *, keep_import: bool) -> dict[
     tags = [t for t in fm.get("tags", ()) if t != INJECTION_TAG]
     if tags:
         out["tags"] = tags
+    if INJECTION_TAG in fm.get("tags", ()):
+        out["flagged"] = True  # a flag travels: the detector may not see it again
     if "type" in fm:
         out["page_type"] = fm["type"]
     sensitivity = fm.get("sensitivity")

@@ -37,6 +37,14 @@ def check_admitted_status(status: str | None) -> None:
         )
 
 
+def flag_decision(decision: Decision) -> Decision:
+    """A decision for text its source flagged as instruction-shaped: held like a detected one."""
+    if decision.mode != "automatic":
+        return replace(decision, flagged=True)
+    why = "its source flagged the text as an instruction to the assistant; held for review"
+    return replace(decision, flagged=True, mode="ask", why=why)
+
+
 def refuse_unstored(decision: Decision) -> None:
     """What is carried in from elsewhere is refused, not recorded, when the policy won't keep it."""
     if decision.mode == "no_store":
@@ -114,6 +122,8 @@ class Admission:
         decision = self.policy.decide(
             content=body, topic=draft.topic, channel=channel, actor=who, owner=whose
         )
+        if draft.flagged is True and not decision.flagged:
+            decision = flag_decision(decision)
         if decision.topic != draft.topic:
             draft = replace(draft, topic=decision.topic)
         fields, texts = draft_fields(draft)
@@ -146,7 +156,9 @@ class Admission:
             supersedes=supersedes,
         )
         reserved = (INJECTION_TAG,) if decision.flagged else ()
-        return CreationPlan(whose, event, content, channel, reserved, decision)
+        return CreationPlan(
+            whose, event, content, channel, reserved, decision, trust=self.policy.trust
+        )
 
     def plan_vectors(self, plans: Sequence[CreationPlan]) -> dict[str, Any]:
         """Embeddings of planned creations, computed in one batch before the transaction."""

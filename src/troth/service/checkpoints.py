@@ -308,6 +308,9 @@ class LedgerCheckpointPort:
             retrievable=memory.retrievable,
             superseded_by=memory.superseded_by,
             stale=memory.lifecycle in ("stale", "archived") or _ended(memory, self._now),
+            channel=memory.channel,
+            writer=memory.writer,
+            flagged=memory.flagged,
         )
 
 

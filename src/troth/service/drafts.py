@@ -52,6 +52,9 @@ class CreationPlan:
     channel: str
     reserved: tuple[str, ...]
     decision: Decision
+    #: The policy's trust of each channel, for the edit that derives from what it supersedes
+    #: (``service.provenance.inherit``, run once the superseded memory is read).
+    trust: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,9 @@ class Draft:
     recorded_at: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     stamps: Mapping[str, Any] = field(default_factory=dict)
+    #: Mark the text instruction-shaped whatever the detector says (an import keeps the flag
+    #: its source gave it). A flag only ever restricts: none is cleared by saying False.
+    flagged: bool = False
 
 
 class WriteFields(TypedDict, total=False):
@@ -116,6 +122,7 @@ class WriteFields(TypedDict, total=False):
     recorded_at: str | None
     extra: Mapping[str, Any]
     stamps: Mapping[str, Any]
+    flagged: bool
 
 
 class ItemText(TypedDict):

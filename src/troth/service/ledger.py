@@ -45,6 +45,7 @@ from troth.core.events import (
 from troth.core.records import MemoryRecord
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, WriteResult
+from troth.service.provenance import inherit
 from troth.service.readcheck import ReadCheck
 from troth.service.recall import memory_text
 from troth.service.vectors import Vectors
@@ -308,7 +309,9 @@ class Ledger:
     ) -> WriteResult:
         """Append a planned creation inside an open transaction."""
         if plan.event.supersedes is not None:
-            lifecycle.check_transition(Parties.load(tx, plan.event.supersedes), "edit")
+            old = Parties.load(tx, plan.event.supersedes)
+            lifecycle.check_transition(old, "edit")
+            plan = inherit(plan, old)
         changed = self.commit(
             tx,
             plan.event,
@@ -324,7 +327,7 @@ class Ledger:
             status=created.status,
             owner=plan.owner,
             why=plan.decision.why,
-            flagged=plan.decision.flagged,
+            flagged=created.flagged,
             memory=created,
         )
 

@@ -227,7 +227,9 @@ class Memory:
 
         The policy decides the new memory like any write: a person's own edit is kept at
         once; an agent's (``actor`` an agent, ``on_behalf_of`` the person) is proposed, and
-        the old memory stays retrievable until the person approves it.
+        the old memory stays retrievable until the person approves it. The new memory keeps
+        the source it derives from — the weaker channel, its origin's writer, the injection
+        flag — and the owner's own edit is recorded as their endorsement (docs/api.md).
         """
         return self.parts.writes.edit(
             memory_id,

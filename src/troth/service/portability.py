@@ -47,6 +47,7 @@ from troth.service.base import Parties, steward_channel
 from troth.service.drafts import CreationPlan, Draft
 from troth.service.integrity import Integrity
 from troth.service.ledger import Ledger
+from troth.service.provenance import imported
 from troth.storage.base import MemoryFilter
 
 MODES: Final = ("import", "restore")
@@ -477,6 +478,12 @@ class Portability:
             supersedes=supersedes,
         )
         refuse_unstored(plan.decision)
+        if not restore:
+            # The writer the source named (this import's provenance, or an earlier one's).
+            carried = item.x_import or (item.fields.get("extra") or {}).get("x_import") or {}
+            source = carried.get("source") if isinstance(carried, Mapping) else None
+            if isinstance(source, Mapping):
+                plan = imported(plan, source.get("principal"))
         return plan
 
     def _write_batch(self, owner: str, planned: Sequence[_Planned]) -> list[str]:

@@ -8,7 +8,12 @@ from typing import Any
 
 from troth.core.errors import InvalidInputError
 from troth.core.events import Record
-from troth.core.limits import MAX_QUERY_CHARS, MAX_RECALL_LIMIT
+from troth.core.limits import (
+    MAX_ACTION_CHARS,
+    MAX_GATE_MEMORIES,
+    MAX_QUERY_CHARS,
+    MAX_RECALL_LIMIT,
+)
 from troth.core.policy import Justification, Policy
 from troth.core.records import MemoryRecord
 from troth.service import validation as check
@@ -63,7 +68,19 @@ class Reads:
     def may_justify(
         self, action: str, memory_ids: Sequence[str], *, owner: str | None = None
     ) -> Justification:
-        """Whether these memories may justify a sensitive action (the weakest channel decides)."""
+        """Whether these memories may justify a sensitive action (the weakest source decides).
+
+        The one gate of every surface (the CLI's ``troth gate``, ``POST /api/gate``, the MCP
+        tool ``trust.gate``): the same question gets the same :class:`Justification`.
+        """
+        check.text(action, "action", max_chars=MAX_ACTION_CHARS)
+        # None named is an answer (nothing justifies it), too many a question refused.
+        if isinstance(memory_ids, str) or len(memory_ids) > MAX_GATE_MEMORIES:
+            raise InvalidInputError(
+                f"name up to {MAX_GATE_MEMORIES} memory ids (a list) whose text would justify"
+                f" {action!r}",
+                field="memory_ids",
+            )
         whose = self.parties.owner(owner, self.parties.principal)
         found = [self.parties.stored(whose, check.identifier(m, "memory id")) for m in memory_ids]
         return self.policy.justify(action, found)

@@ -77,6 +77,9 @@ class RecallHit:
             "score": round(self.score, 6),
             "content": self.memory.content,
             "kind": self.memory.kind,
+            "channel": self.memory.channel,
+            "origin": self.memory.writer,
+            "flagged": self.memory.flagged,
             "created_at": self.memory.created_at,
             "why": self.why,
         }

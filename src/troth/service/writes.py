@@ -192,6 +192,8 @@ class Writes:
         The policy decides the new memory like any write: a person's own edit is kept at
         once, an agent's (``actor`` an agent, ``channel`` its own, ``on_behalf_of`` the
         person) is proposed, and the old memory stays retrievable until it is approved.
+        The new memory derives from the old one (``service.provenance.inherit``): it keeps
+        the weaker channel of the two and its origin's writer, and a flag.
         """
         whose = self.parties.owner_of(memory_id, owner)
         old = self.parties.stored(whose, memory_id)

@@ -90,12 +90,24 @@ function name(principal) {
   return kind === "agent" ? `${rest} (agent)` : kind === "human" ? rest : `${rest} (${kind})`;
 }
 
+// Who wrote the text at its origin comes first: an edit keeps its origin's writer and
+// channel, and says who made this version beside it (docs/api.md, "Trust model").
 function who(memory) {
-  const by = name(memory.actor);
-  if (memory.on_behalf_of && memory.on_behalf_of !== memory.actor) {
-    return `${by}, for ${name(memory.on_behalf_of)}`;
+  const origin = memory.origin || memory.actor;
+  let by = name(origin);
+  if (memory.on_behalf_of && memory.on_behalf_of !== origin) {
+    by = `${by}, for ${name(memory.on_behalf_of)}`;
+  }
+  if (memory.actor && memory.actor !== origin) {
+    by = `${by}; this version by ${name(memory.actor)}`;
   }
   return by;
+}
+
+function endorsedWords(memory) {
+  const people = (memory.endorsed_by || []).filter((p) => p !== (memory.origin || memory.actor));
+  if (!people.length) { return null; }
+  return `${people.map(name).join(", ")} — vouching for it does not make it count as your own words`;
 }
 
 function statusWord(memory) {
@@ -279,7 +291,9 @@ function warnings(memory) {
   if (memory.flagged || (memory.tags || []).includes("injection-flagged")) {
     out.append(el("p", { class: "warn danger-note" },
       el("strong", { text: "Reads like an instruction to an assistant. " }),
-      "Agents that recall it could be steered by it. Reject it unless you wrote it yourself."));
+      memory.status === "proposed"
+        ? "Agents that recall it could be steered by it. Reject it unless you wrote it yourself."
+        : "Agents are told it is data, and it never justifies an action, whoever approved it."));
   }
   if (memory.sensitivity === "sensitive") {
     out.append(el("p", { class: "warn" },
@@ -307,6 +321,7 @@ function facts(memory, hit) {
   add("Who", who(memory));
   add("Why", reasonWords(memory.reason));
   add("How", CHANNEL_WORDS[memory.channel] || memory.channel);
+  add("Vouched for by", endorsedWords(memory));
   add("When", when(memory.created_at));
   add("Kind", KIND_WORDS[memory.kind] || memory.kind);
   if (memory.tags && memory.tags.filter((t) => t !== "injection-flagged").length) {
@@ -417,6 +432,8 @@ function detailParts(memory, events) {
   add("Topic", memory.topic);
   add("Sensitivity", memory.sensitivity === "sensitive" ? "sensitive" : null);
   add("Channel", `${memory.channel} — ${CHANNEL_WORDS[memory.channel] || ""}`);
+  add("Written by", name(memory.origin || memory.actor));
+  add("Flag", memory.flagged ? "reads like an instruction to an assistant: it never justifies an action" : null);
   add("Created", EXACT.format(new Date(memory.created_at)));
   add("Changed", memory.updated_at !== memory.created_at ? EXACT.format(new Date(memory.updated_at)) : null);
   add("Replaces", memory.supersedes ? link(memory.supersedes, "the version it replaced") : null);

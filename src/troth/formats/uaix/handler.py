@@ -329,6 +329,11 @@ def _restore(
     result["persona_constraints"] = list(brief.persona_constraints)
     result["memories"] = [
         {"memory_id": m.memory_id, "content": m.content, "sensitivity": m.sensitivity}
+        | (
+            {"channel": m.channel, "writer": m.writer or "", "flagged": m.flagged}
+            if m.channel is not None
+            else {}
+        )
         for m in brief.memories
     ]
     if brief.unknowns is not None:
