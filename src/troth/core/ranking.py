@@ -222,10 +222,7 @@ def rank(
         factor = _lifecycle_factor(candidate, now_dt, config, adjustments, dates)
         scored.append((score * factor, memory_id, candidate, adjustments, score, factor))
     when_weight = config.when_weight if analysis.asks_when else 0.0
-    if when_weight:
-        scored = _lift_when(scored, when_weight, limit)
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    scored = _penalise_shape(scored, config, limit)
+    scored = _refine(scored, when_weight, config, limit)
     return [
         RankedHit(
             memory_id=memory_id,
@@ -247,32 +244,6 @@ def rank(
 
 _Scored = tuple[float, str, "Candidate", dict[str, float], float, float]
 _ADJUSTMENT_ORDER = ("neighbours", "session", "when", "date", "speaker")
-
-
-def _lift_when(scored: list[_Scored], weight: float, limit: int | None) -> list[_Scored]:
-    """Add the *when* lift to the candidates whose text names a time.
-
-    The time-expression search is the costliest test per candidate, so with a ``limit``
-    it runs only where it can change the result: in order of the score a candidate would
-    have with the lift, stopping once that is below the ``limit``-th score found so far
-    (exactly the order of lifting every one).
-    """
-    if limit is None:
-        return [_with_when(item, weight) for item in scored]
-    scored.sort(key=lambda item: (-(item[4] + weight) * item[5], item[1]))
-    out: list[_Scored] = []
-    best: list[tuple[float, str]] = []  # the ``limit`` best (score, id) found, sorted
-    for position, item in enumerate(scored):
-        ceiling = (item[4] + weight) * item[5]
-        if len(best) >= limit and ceiling < best[limit - 1][0]:
-            out.extend(scored[position:])  # none of the rest can reach the top
-            break
-        lifted = _with_when(item, weight)
-        out.append(lifted)
-        best.append((lifted[0], lifted[1]))
-        best.sort(key=lambda pair: (-pair[0], pair[1]))
-        del best[limit:]
-    return out
 
 
 def _with_when(item: _Scored, weight: float) -> _Scored:
@@ -326,38 +297,51 @@ def shape_factors(shape: TextShape, config: RankingConfig) -> dict[str, float]:
     return out
 
 
-def _penalise_shape(
-    scored: list[_Scored], config: RankingConfig, limit: int | None
+def _refine(
+    scored: list[_Scored], when_weight: float, config: RankingConfig, limit: int | None
 ) -> list[_Scored]:
-    """Apply the ``shape`` factors in score order, only as far as they can change the result.
+    """Add the *when* lift and apply the ``shape`` factors, best first.
 
-    A factor only lowers a score, so the best unchecked candidate bounds every later one: a
-    checked candidate is final once it is at least as good as that bound (exactly the order
-    of checking every one, at the cost of tokenising about ``limit`` texts).
+    Both tests read the candidate's text (the time-expression search and the tokenising are
+    the costliest work per candidate), so with a ``limit`` they run only where they can
+    change the result: in order of the score a candidate would have with the lift and no
+    shape factor (a bound, since a factor only lowers a score), a tested candidate being
+    final once no untested one can pass it (exactly the order of testing every one).
     """
-    want = len(scored) if limit is None else limit
-    out: list[_Scored] = []
-    demoted: list[tuple[float, str, _Scored]] = []
-    position = 0
-    while len(out) < want and (position < len(scored) or demoted):
-        upcoming = scored[position] if position < len(scored) else None
-        if demoted and (upcoming is None or demoted[0][:2] <= (-upcoming[0], upcoming[1])):
-            out.append(heapq.heappop(demoted)[2])
-            continue
-        assert upcoming is not None  # the loop's condition: one of the two is left
-        position += 1
-        factors = shape_factors(text_shape(upcoming[2].text), config)
+
+    def exact(item: _Scored) -> _Scored:
+        if when_weight:
+            item = _with_when(item, when_weight)
+        factors = shape_factors(text_shape(item[2].text), config)
         if not factors:
-            out.append(upcoming)
-            continue
-        _, memory_id, candidate, adjustments, additive, factor = upcoming
+            return item
+        _, memory_id, candidate, adjustments, additive, factor = item
         for value in factors.values():
             factor *= value
-        lowered = (additive * factor, memory_id, candidate, adjustments | factors, additive, factor)
-        heapq.heappush(demoted, (-lowered[0], memory_id, lowered))
-    rest = scored[position:] + [item for _, _, item in demoted]
-    rest.sort(key=lambda item: (-item[0], item[1]))
-    return out + rest
+        return (additive * factor, memory_id, candidate, adjustments | factors, additive, factor)
+
+    def order(item: _Scored) -> tuple[float, str]:
+        return (-item[0], item[1])
+
+    if limit is None:
+        return sorted((exact(item) for item in scored), key=order)
+
+    def bound(item: _Scored) -> tuple[float, str]:
+        return (-(item[4] + when_weight) * item[5], item[1])
+
+    scored.sort(key=bound)
+    out: list[_Scored] = []
+    ready: list[tuple[float, str, _Scored]] = []  # tested, best first
+    position = 0
+    while len(out) < limit and (position < len(scored) or ready):
+        if ready and (position == len(scored) or ready[0][:2] <= bound(scored[position])):
+            out.append(heapq.heappop(ready)[2])
+            continue
+        tested = exact(scored[position])
+        position += 1
+        heapq.heappush(ready, (-tested[0], tested[1], tested))
+    rest = [item for _, _, item in ready] + scored[position:]
+    return out + sorted(rest, key=order)
 
 
 def cap_per_writer(
