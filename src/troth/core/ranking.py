@@ -122,7 +122,8 @@ class RankingConfig:
     repetition_span: float = 0.25
     repetition_floor: float = 0.1
     # A text of ``keyword_min_tokens`` words or more of which under ``keyword_function_share``
-    # are function words reads as a keyword list, not as something said (LoCoMo: 0.125 at least).
+    # are function words reads as a keyword list, not as something said (LoCoMo: 0.125 at
+    # least). Shorter texts take no shape factor at all.
     keyword_min_tokens: int = 8
     keyword_function_share: float = 0.1
     keyword_factor: float = 0.5
@@ -286,13 +287,13 @@ def text_shape(text: str) -> TextShape:
 def shape_factors(shape: TextShape, config: RankingConfig) -> dict[str, float]:
     """The multiplicative ``shape`` adjustments of a text (empty when it reads as written)."""
     out: dict[str, float] = {}
-    if config.repetition_span > 0 and shape.repetition > config.repetition_start:
+    # Short texts are left alone: a few words repeated ("no no no") say little either way,
+    # and stuffing needs room.
+    long_enough = shape.tokens >= config.keyword_min_tokens
+    if long_enough and config.repetition_span > 0 and shape.repetition > config.repetition_start:
         over = (shape.repetition - config.repetition_start) / config.repetition_span
         out["repetition"] = max(config.repetition_floor, 1.0 - over * (1 - config.repetition_floor))
-    if (
-        shape.tokens >= config.keyword_min_tokens
-        and shape.function_share < config.keyword_function_share
-    ):
+    if long_enough and shape.function_share < config.keyword_function_share:
         out["keyword_list"] = config.keyword_factor
     return out
 
