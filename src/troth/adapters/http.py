@@ -391,7 +391,16 @@ def create_api(
             f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg')}"
             for e in error.errors()
         ]
-        return error_response(InvalidInputError("invalid request: " + "; ".join(problems)[:1000]))
+        # The first field at fault, by name, as the service's own errors give it.
+        names = [
+            str(p)
+            for e in error.errors()[:1]
+            for p in e.get("loc", ())
+            if p not in ("body", "query", "path", "header") and not isinstance(p, int)
+        ]
+        details = {"field": names[-1]} if names else {}
+        message = "invalid request: " + "; ".join(problems)[:1000]
+        return error_response(InvalidInputError(message, **details))
 
     @app.get("/.well-known/pcp.json", tags=["discovery"])
     def discovery(request: Request) -> dict[str, Any]:

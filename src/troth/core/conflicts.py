@@ -8,8 +8,8 @@ memories").
 
 The test is deliberately plain and errs towards linking: a false link only shows a conflict
 that a person can dismiss, a missed one serves a planted "correction" as an equal. Two
-statements contradict when they are about the same thing — most of the earlier statement's
-content words are in the new one — and the new one either flips its polarity (one says
+statements contradict when they are about the same thing — most of the shorter one's
+content words are in the other — and the new one either flips its polarity (one says
 "not", "never", "no" or "…n't" an odd number of times more) or reads as a correction
 ("actually", "no longer", "instead", "wrong" …) of it.
 """
@@ -52,8 +52,8 @@ CORRECTION_CUES: Final = frozenset(
 )
 """Words that mark a statement as the correction of another."""
 
-#: The share of the earlier statement's content words the new one must hold: with a flipped
-#: polarity, and (lower) when it reads as a correction.
+#: The share of the shorter statement's content words the other must hold: with a flipped
+#: polarity, and (lower) when the new one reads as a correction.
 NEGATION_OVERLAP: Final = 0.6
 CORRECTION_OVERLAP: Final = 0.4
 #: Fewer shared content words than this are too little to say two texts speak of one thing.
@@ -80,13 +80,15 @@ def _content(words: list[str]) -> set[str]:
 def contradicts(newer: str, earlier: str) -> bool:
     """Whether ``newer`` contradicts ``earlier`` (see the module's docstring for the rule)."""
     earlier_words, newer_words = tokenize(earlier), tokenize(newer)
-    held = _content(earlier_words)
-    if len(held) < MIN_SHARED:
+    held, said = _content(earlier_words), _content(newer_words)
+    smaller = min(len(held), len(said))
+    if max(len(held), len(said)) < MIN_SHARED or smaller == 0:
+        return False  # one word against one word is too little to compare
+    shared = held & said
+    if len(shared) < min(MIN_SHARED, smaller):
         return False
-    shared = held & _content(newer_words)
-    if len(shared) < MIN_SHARED:
-        return False
-    overlap = len(shared) / len(held)
+    # Measured on the shorter statement: "I don't live in Lisbon" speaks of all it says.
+    overlap = len(shared) / smaller
     flipped = _negations(newer) % 2 != _negations(earlier) % 2
     if flipped and overlap >= NEGATION_OVERLAP:
         return True
