@@ -256,6 +256,11 @@ class HitOut(BaseModel):
     kind: str
     created_at: str
     why: dict[str, Any]
+    conflicts: list[str] = Field(
+        default_factory=list,
+        description="memories this one contradicts or is contradicted by (why.conflict says"
+        " which side is the weaker)",
+    )
     memory: MemoryOut | None = Field(
         None, description="the whole memory, so a page needs no more requests"
     )
