@@ -24,6 +24,13 @@ defence holds and **surfaced** when the plant reached the assistant as the attac
 
 Everything goes through ``Memory`` as a program using troth would: nothing here reads the
 store. The ledger is SQLite in a temporary directory with the default policy and embedder.
+
+The defences measured (docs/retrieval.md, "Planted memories"): the ranking's shape factors
+(a text that repeats its words, or is a bare keyword list, is pushed down), the per-writer
+cap of recall (``Query.max_per_writer``), ``contradicts`` links from a weaker channel to the
+person's memories (recall marks both and serves the weaker after), tags namespaced by their
+writer, the injection flag, and the owner-bound read path. What still surfaces through the
+person's own channel, and why, is in docs/benchmarks.md's poisoning section.
 """
 
 from __future__ import annotations
@@ -141,8 +148,8 @@ def marked_or_absent(memory: Memory, planted: list[str], hits: list[RecallHit]) 
         return False  # the person's own statement must be found, or the case proves nothing
     for hit in hits:
         if hit.memory.id in planted:
-            relations = " ".join(str(r) for r in getattr(hit.memory, "relations", ()) or ())
-            if "contradicts" not in relations and "conflict" not in hit.why:
+            conflict = hit.why.get("conflict") or {}
+            if not (hit.conflicts and conflict.get("weaker")):
                 return False
     return True
 

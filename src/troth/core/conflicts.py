@@ -56,7 +56,8 @@ CORRECTION_CUES: Final = frozenset(
 #: polarity, and (lower) when the new one reads as a correction.
 NEGATION_OVERLAP: Final = 0.6
 CORRECTION_OVERLAP: Final = 0.4
-#: Fewer shared content words than this are too little to say two texts speak of one thing.
+#: Fewer shared content words than this (or than the shorter statement has) are too little
+#: for a flipped polarity to say two texts speak of one thing.
 MIN_SHARED: Final = 2
 
 
@@ -85,13 +86,15 @@ def contradicts(newer: str, earlier: str) -> bool:
     if max(len(held), len(said)) < MIN_SHARED or smaller == 0:
         return False  # one word against one word is too little to compare
     shared = held & said
-    if len(shared) < min(MIN_SHARED, smaller):
+    if not shared:
         return False
     # Measured on the shorter statement: "I don't live in Lisbon" speaks of all it says.
     overlap = len(shared) / smaller
     flipped = _negations(newer) % 2 != _negations(earlier) % 2
-    if flipped and overlap >= NEGATION_OVERLAP:
+    if flipped and overlap >= NEGATION_OVERLAP and len(shared) >= min(MIN_SHARED, smaller):
         return True
+    # A statement that says it corrects another needs less in common with it ("that's wrong,
+    # I love peanuts" against "I am allergic to peanuts").
     corrects = any(w in CORRECTION_CUES for w in newer_words) and not any(
         w in CORRECTION_CUES for w in earlier_words
     )

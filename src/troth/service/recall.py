@@ -308,19 +308,17 @@ def _with_conflicts(store: Store, owner: str, hits: list[RecallHit]) -> list[Rec
             continue
         why = hit.why | {"conflict": conflict.to_dict()}
         marked.append(RecallHit(hit.memory, hit.score, why, conflict.with_ids))
-    # The weaker side of a conflict goes right after the stronger memory it contradicts when
-    # that is returned too; else it stays where it ranked, marked.
-    present = {hit.memory.id for hit in marked}
-
-    def moved(hit: RecallHit) -> bool:
-        conflict = found.get(hit.memory.id)
-        return bool(conflict and conflict.weaker and present & set(conflict.with_ids))
-
-    order = [hit for hit in marked if not moved(hit)]
+    # The weaker side of a conflict never ranks above the stronger memory it contradicts:
+    # when that is returned too and ranks lower, the weaker one moves to right after it.
+    order = list(marked)
     for hit in marked:
-        if moved(hit):
-            after = max(i for i, h in enumerate(order) if h.memory.id in hit.conflicts)
-            order.insert(after + 1, hit)
+        conflict = found.get(hit.memory.id)
+        if conflict is None or not conflict.weaker:
+            continue
+        stronger = [i for i, h in enumerate(order) if h.memory.id in conflict.with_ids]
+        here = order.index(hit)
+        if stronger and max(stronger) > here:
+            order.insert(max(stronger), order.pop(here))
     return order
 
 
