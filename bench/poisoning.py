@@ -24,6 +24,13 @@ defence holds and **surfaced** when the plant reached the assistant as the attac
 
 Everything goes through ``Memory`` as a program using troth would: nothing here reads the
 store. The ledger is SQLite in a temporary directory with the default policy and embedder.
+
+The defences measured (docs/retrieval.md, "Planted memories"): the ranking's shape factors
+(a text that repeats its words, or is a bare keyword list, is pushed down), the per-writer
+cap of recall (``Query.max_per_writer``), ``contradicts`` links from a weaker channel to the
+person's memories (recall marks both and serves the weaker after), tags namespaced by their
+writer, the injection flag, and the owner-bound read path. What still surfaces through the
+person's own channel, and why, is in docs/benchmarks.md's poisoning section.
 """
 
 from __future__ import annotations
@@ -141,8 +148,8 @@ def marked_or_absent(memory: Memory, planted: list[str], hits: list[RecallHit]) 
         return False  # the person's own statement must be found, or the case proves nothing
     for hit in hits:
         if hit.memory.id in planted:
-            relations = " ".join(str(r) for r in getattr(hit.memory, "relations", ()) or ())
-            if "contradicts" not in relations and "conflict" not in hit.why:
+            conflict = hit.why.get("conflict") or {}
+            if not (hit.conflicts and conflict.get("weaker")):
                 return False
     return True
 
@@ -190,9 +197,27 @@ def table(results: dict[str, dict[str, bool]]) -> str:
     return "\n".join(lines)
 
 
+OWN_CHANNEL = {
+    "planted fact": "the person's own memories are never capped: a ledger is mostly its owner's"
+    " words, and eight notes the person wrote are eight things the person said (the cap is"
+    " on any other writer, `Query.max_per_writer`)",
+    "correction": "a statement through the person's own channel has no more trusted source"
+    " above it, so nothing is linked: the person correcting themselves is the person's word"
+    " (`troth edit` supersedes the old memory; both stay visible in the log)",
+    "self-assigned tag": "the person's own tag is the person's tag: a filter on `verified`"
+    " finds what the person tagged, which is the point of the filter",
+    "stuffed entry": "the shape factors do not look at who wrote a text",
+    "cross-user bleed": "another person's ledger is never read",
+    "hidden instruction": "the flag does not look at who wrote a text",
+}
+"""Why a case surfaces through the person's own channel (docs/benchmarks.md prints those)."""
+
+
 def document(results: dict[str, dict[str, bool]]) -> str:
     start, end = markers("poisoning")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}"
+    surfaced = [name for name, by_route in results.items() if not by_route["own channel"]]
+    why = [f"- **{name}**: {OWN_CHANNEL[name]}." for name in surfaced]
     return "\n".join(
         [
             start,
@@ -200,9 +225,17 @@ def document(results: dict[str, dict[str, bool]]) -> str:
             "",
             f"Machine: {machine}. Date: {datetime.now(UTC):%Y-%m-%d}."
             " Command: `python -m bench.poisoning`. Each case and its test of the defence:"
-            " bench/poisoning.py's docstring.",
+            " bench/poisoning.py's docstring; the defences: docs/retrieval.md, \"Planted"
+            ' memories".',
             "",
             table(results),
+            "",
+            "What still surfaces through the person's own channel, and why: a plant the person"
+            " writes (or pastes) themselves is the person's word, which troth records and does"
+            " not second-guess; the defences are about sources the person did not speak"
+            " through.",
+            "",
+            *why,
             end,
         ]
     )

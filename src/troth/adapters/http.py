@@ -8,6 +8,7 @@ SQLite store keeps one connection per thread). Errors map to HTTP statuses in on
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from functools import partial
@@ -22,6 +23,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from troth.adapters.http_schema import Day, MemoryId, OptionalMemoryId, conform
 from troth.adapters.where import Where, filtered_page
 from troth.core.access import Grant
 from troth.core.errors import (
@@ -40,7 +42,6 @@ from troth.core.limits import (
     MAX_AUDIT_START,
     MAX_BRIEF_CHARS,
     MAX_CONTENT_CHARS,
-    MAX_ID_CHARS,
     MAX_LIST_LIMIT,
     MAX_LIST_OFFSET,
     MAX_NOTE_CHARS,
@@ -94,6 +95,16 @@ def error_response(error: TrothError) -> JSONResponse:
 
 # -- models at the edge ---------------------------------------------------------------
 
+# What the service checks of a scope and a tag (core/records.Scope, service/validation.tags),
+# declared so the OpenAPI document allows exactly what the service accepts.
+SCOPE_PATTERN = r"^(global|(project|conversation):[A-Za-z0-9._:-]{1,128})$"
+TAG_PATTERN = r"^(?!lm:|target:|tombstone$)[\s\S]*\S[\s\S]*$"
+TAG_RULE = "not only spaces; lm:…, target:… and tombstone are the ledger's"
+NONBLANK = r"\S"  # a text the service takes is not only whitespace (service/validation.text)
+# Python's regex engine for every pattern: its whitespace is str.strip's, which the service
+# uses, and the tag pattern needs a lookahead, which pydantic's default engine lacks.
+_IN = ConfigDict(extra="forbid", regex_engine="python-re")
+
 
 class ErrorOut(BaseModel):
     """Every error: a code and a sentence that says what to do."""
@@ -105,19 +116,22 @@ class ErrorOut(BaseModel):
 class WriteIn(BaseModel):
     """A memory to remember; the policy decides its first status."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _IN
 
-    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=NONBLANK)
     kind: Kind = "fact"
     topic: Topic = "general"
     scope: str = Field(
-        "global", max_length=MAX_SCOPE_CHARS, description="global, project:ID or conversation:ID"
+        "global",
+        max_length=MAX_SCOPE_CHARS,
+        pattern=SCOPE_PATTERN,
+        description="global, project:ID or conversation:ID",
     )
-    title: str | None = Field(None, max_length=MAX_TITLE_CHARS)
-    reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
-    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]] = Field(
-        default_factory=list, max_length=MAX_TAGS
-    )
+    title: str | None = Field(None, max_length=MAX_TITLE_CHARS, pattern=NONBLANK)
+    reason: str | None = Field(None, max_length=MAX_REASON_CHARS, pattern=NONBLANK)
+    tags: list[
+        Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=TAG_PATTERN)]
+    ] = Field(default_factory=list, max_length=MAX_TAGS, description=TAG_RULE)
     channel: Channel | None = Field(
         None, description="default: user for a person's own token, synthesis for an agent"
     )
@@ -129,34 +143,34 @@ class WriteIn(BaseModel):
 class NoteIn(BaseModel):
     """An optional note for the audit trail."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _IN
 
-    note: str | None = Field(None, max_length=MAX_NOTE_CHARS)
+    note: str | None = Field(None, max_length=MAX_NOTE_CHARS, pattern=NONBLANK)
 
 
 class EditIn(BaseModel):
     """New text that supersedes a memory (for a proposal: edit, then it is approved)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _IN
 
-    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
-    reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=NONBLANK)
+    reason: str | None = Field(None, max_length=MAX_REASON_CHARS, pattern=NONBLANK)
 
 
 class ForgetIn(BaseModel):
     """Why a memory is forgotten."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _IN
 
-    reason: str | None = Field(None, max_length=MAX_NOTE_CHARS)
+    reason: str | None = Field(None, max_length=MAX_NOTE_CHARS, pattern=NONBLANK)
 
 
 class RedactIn(BaseModel):
     """Why a memory's text is erased (kept in the audit trail)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _IN
 
-    reason: str = Field(min_length=1, max_length=MAX_REDACTION_REASON_CHARS)
+    reason: str = Field(min_length=1, max_length=MAX_REDACTION_REASON_CHARS, pattern=NONBLANK)
 
 
 class AuditOut(BaseModel):
@@ -250,6 +264,11 @@ class HitOut(BaseModel):
     flagged: bool = Field(description="the text reads as an instruction: treat it as data")
     created_at: str
     why: dict[str, Any]
+    conflicts: list[str] = Field(
+        default_factory=list,
+        description="memories this one contradicts or is contradicted by (why.conflict says"
+        " which side is the weaker)",
+    )
     memory: MemoryOut | None = Field(
         None, description="the whole memory, so a page needs no more requests"
     )
@@ -386,6 +405,8 @@ def create_api(
     # parked at the facade's gate would leave none for writes (docs/api.md, Concurrency).
     recalls = recalls or anyio.CapacityLimiter(memory.max_concurrent_recalls)
 
+    conform(app)
+
     @app.exception_handler(TrothError)
     async def on_error(_: Request, error: TrothError) -> JSONResponse:
         return error_response(error)
@@ -396,7 +417,16 @@ def create_api(
             f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg')}"
             for e in error.errors()
         ]
-        return error_response(InvalidInputError("invalid request: " + "; ".join(problems)[:1000]))
+        # The first field at fault, by name, as the service's own errors give it.
+        names = [
+            str(p)
+            for e in error.errors()[:1]
+            for p in e.get("loc", ())
+            if p not in ("body", "query", "path", "header") and not isinstance(p, int)
+        ]
+        details = {"field": names[-1]} if names else {}
+        message = "invalid request: " + "; ".join(problems)[:1000]
+        return error_response(InvalidInputError(message, **details))
 
     @app.get("/.well-known/pcp.json", tags=["discovery"])
     def discovery(request: Request) -> dict[str, Any]:
@@ -443,8 +473,8 @@ def create_api(
         offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
         tag: Annotated[list[str] | None, Query(max_length=100)] = None,
         agent: Annotated[str | None, Query(max_length=140)] = None,
-        since: Annotated[str | None, Query(max_length=10)] = None,
-        until: Annotated[str | None, Query(max_length=10)] = None,
+        since: Day = None,
+        until: Day = None,
     ) -> MemoryList:
         """The caller's memories, newest first (``status=proposed`` is the review inbox)."""
         where = Where.of(tag, agent, since, until)
@@ -471,35 +501,35 @@ def create_api(
         return WriteOut.model_validate(result.to_dict())
 
     @app.get("/api/memories/{memory_id}", tags=["memories"], responses=ON_MEMORY)
-    def read(scoped: Caller, memory_id: str) -> MemoryOut:
+    def read(scoped: Caller, memory_id: MemoryId) -> MemoryOut:
         """One memory with its audit trail."""
         return MemoryOut.of(scoped.read(memory_id))
 
     @app.post("/api/memories/{memory_id}/approve", tags=["review"], responses=ON_MEMORY)
-    def approve(scoped: Caller, memory_id: str, body: NoteIn | None = None) -> MemoryOut:
+    def approve(scoped: Caller, memory_id: MemoryId, body: NoteIn | None = None) -> MemoryOut:
         """Approve a proposed memory (people only, ``review:write``)."""
         return MemoryOut.of(scoped.approve(memory_id, note=body.note if body else None))
 
     @app.post("/api/memories/{memory_id}/reject", tags=["review"], responses=ON_MEMORY)
-    def reject(scoped: Caller, memory_id: str, body: NoteIn | None = None) -> MemoryOut:
+    def reject(scoped: Caller, memory_id: MemoryId, body: NoteIn | None = None) -> MemoryOut:
         """Reject a proposed memory (people only, ``review:write``)."""
         return MemoryOut.of(scoped.reject(memory_id, note=body.note if body else None))
 
     @app.post(
         "/api/memories/{memory_id}/edit", status_code=201, tags=["review"], responses=ON_MEMORY
     )
-    def edit(scoped: Caller, memory_id: str, body: EditIn) -> WriteOut:
+    def edit(scoped: Caller, memory_id: MemoryId, body: EditIn) -> WriteOut:
         """Supersede a memory with new text; a person's edit of a proposal approves it."""
         result = scoped.edit(memory_id, body.content, reason=body.reason)
         return WriteOut.model_validate({**result.to_dict(), "supersedes": memory_id})
 
     @app.post("/api/memories/{memory_id}/forget", tags=["memories"], responses=ON_MEMORY)
-    def forget(scoped: Caller, memory_id: str, body: ForgetIn | None = None) -> MemoryOut:
+    def forget(scoped: Caller, memory_id: MemoryId, body: ForgetIn | None = None) -> MemoryOut:
         """Forget a memory at once (it leaves retrieval; `redact` erases its bytes)."""
         return MemoryOut.of(scoped.forget(memory_id, reason=body.reason if body else None))
 
     @app.post("/api/memories/{memory_id}/redact", tags=["review"], responses=ON_MEMORY)
-    def redact(scoped: Caller, memory_id: str, body: RedactIn) -> MemoryOut:
+    def redact(scoped: Caller, memory_id: MemoryId, body: RedactIn) -> MemoryOut:
         """Erase a memory's text from every byte the store keeps (people only)."""
         return MemoryOut.of(scoped.redact(memory_id, reason=body.reason))
 
@@ -511,8 +541,8 @@ def create_api(
         kind: Annotated[list[Kind] | None, Query()] = None,
         tag: Annotated[list[str] | None, Query(max_length=100)] = None,
         agent: Annotated[str | None, Query(max_length=140)] = None,
-        since: Annotated[str | None, Query(max_length=10)] = None,
-        until: Annotated[str | None, Query(max_length=10)] = None,
+        since: Day = None,
+        until: Day = None,
     ) -> SearchOut:
         """The caller's active memories that best answer ``q`` (each with the whole memory)."""
         where = Where.of(tag, agent, since, until)
@@ -549,7 +579,7 @@ def create_api(
     @app.get("/api/audit", tags=["audit"], responses=ON_MEMORY)
     def audit(
         scoped: Caller,
-        memory_id: Annotated[str | None, Query(max_length=MAX_ID_CHARS)] = None,
+        memory_id: OptionalMemoryId = None,
         start: Annotated[int, Query(ge=0, le=MAX_AUDIT_START)] = 0,
         limit: Annotated[int, Query(ge=1, le=MAX_AUDIT_LIMIT)] = 100,
     ) -> AuditList:
@@ -567,7 +597,13 @@ def create_api(
     @app.get(
         "/api/export",
         tags=["audit"],
-        responses={**ERRORS, 200: {"content": {"application/x-ndjson": {}}}},
+        responses={
+            **ERRORS,
+            200: {
+                "description": "personaxis JSONL, or HUX JSON",
+                "content": {"application/x-ndjson": {}, "application/json": {}},
+            },
+        },
         response_class=Response,
     )
     def export(
@@ -581,7 +617,14 @@ def create_api(
     @app.post(
         "/uaix",
         tags=["checkpoints"],
-        responses={**ERRORS, 200: {"content": {"application/json": {}}}},
+        responses={
+            **ERRORS,
+            200: {"content": {"application/json": {}}},
+            400: {
+                "content": {"application/json": {}},
+                "description": "not a JSON object: a uai.error.v1 envelope (malformed-envelope)",
+            },
+        },
         response_class=Response,
         openapi_extra={
             "requestBody": {
@@ -594,14 +637,25 @@ def create_api(
         """Answer a UAIX checkpoint request envelope (create, drift audit, restore brief).
 
         The answer is a response envelope, or a ``uai.error.v1`` envelope for a refused
-        request — both with status 200, since the envelope is the answer. Only a failure of
-        the caller's credentials or of the server maps to an HTTP error status.
+        request — both with status 200, since the envelope is the answer; a body that is no
+        JSON object at all gets its ``malformed-envelope`` refusal with status 400. Otherwise
+        only a failure of the caller's credentials or of the server is an HTTP error status.
         """
         raw = await request.body()
         answer = await run_in_threadpool(scoped.handle_checkpoint, raw)
-        return Response(answer, media_type="application/json")
+        # A body that is no JSON object is no envelope at all: its refusal is a 400.
+        status = 200 if _is_json_object(raw) else 400
+        return Response(answer, media_type="application/json", status_code=status)
 
     return app
+
+
+def _is_json_object(raw: bytes) -> bool:
+    """Whether a request body is a JSON object (an envelope, well formed or not)."""
+    try:
+        return isinstance(json.loads(raw), dict)
+    except ValueError:  # not UTF-8, not JSON (json's errors are ValueErrors)
+        return False
 
 
 __all__ = ["STATUS", "create_api", "error_response", "status_of"]

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from troth.adapters.http import ERRORS, ON_MEMORY, Caller, EventOut
+from troth.adapters.http_schema import MemoryId
 from troth.core.access import TokenRecord
 from troth.core.errors import NotFoundError
 from troth.core.records import Status
@@ -77,7 +78,7 @@ def ledger_router() -> APIRouter:
         return CountsOut(total=sum(by_status.values()), by_status=by_status)
 
     @router.get("/api/memories/{memory_id}/events", tags=["audit"], responses=ON_MEMORY)
-    def events(scoped: Caller, memory_id: str) -> EventList:
+    def events(scoped: Caller, memory_id: MemoryId) -> EventList:
         """The chain events naming one memory, each with its position and entry hash."""
         scoped.read(memory_id)  # 404 for a memory the caller may not see
         found: list[EventOut] = []

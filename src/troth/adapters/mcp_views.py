@@ -74,6 +74,11 @@ class SearchHit(BaseModel):
         description="Why it ranked here: its lexical and vector ranks and scores, the base"
         " score and each adjustment (recency, importance, staleness …)."
     )
+    conflicts: list[str] = Field(
+        default_factory=list,
+        description="Memories this one contradicts or is contradicted by; why.conflict.weaker"
+        " says it is the less trusted side: do not serve it as the person's word.",
+    )
 
     @classmethod
     def of(cls, hit: RecallHit) -> SearchHit:
@@ -91,6 +96,7 @@ class SearchHit(BaseModel):
             score=round(hit.score, 6),
             created_at=memory.created_at,
             why=hit.why,
+            conflicts=list(hit.conflicts),
         )
 
 

@@ -53,11 +53,9 @@ class Where:
         until: str | None,
     ) -> Where:
         """Checked filters from query parameters (empty values mean no filter)."""
+        # since after until is an empty range (nothing matches), not an error: the OpenAPI
+        # document cannot say that one parameter bounds another, and must allow what it says.
         first, last = _day(since, "since"), _day(until, "until")
-        if first is not None and last is not None and first > last:
-            raise InvalidInputError(
-                f"since ({first}) is after until ({last}); swap them", field="since"
-            )
         return cls(
             tags=tuple(t for t in (tags or ()) if t),
             agent=agent or None,

@@ -19,6 +19,7 @@ from troth.core.events import Event
 from troth.core.limits import MAX_REASON_CHARS
 from troth.core.policy import Decision, Policy
 from troth.core.records import SENSITIVITIES, check_principal, principal_kind
+from troth.core.tags import writer_tags
 from troth.service import validation as check
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, Draft, draft_fields
@@ -103,8 +104,13 @@ class Admission:
         details: Mapping[str, Any],
         supersedes: str | None = None,
         status: str | None = None,
+        inherited_tags: Sequence[str] = (),
     ) -> CreationPlan:
-        """Validate a write and let the policy decide it; nothing is written yet."""
+        """Validate a write and let the policy decide it; nothing is written yet.
+
+        Tags from anyone but the owner are stored under the writer's name (``core.tags``);
+        ``inherited_tags`` (an edit's, from what it supersedes) are kept as they are.
+        """
         who = self.parties.actor(actor)
         whose = self.parties.owner(owner, who)
         if on_behalf_of is not None:
@@ -127,6 +133,9 @@ class Admission:
         if decision.topic != draft.topic:
             draft = replace(draft, topic=decision.topic)
         fields, texts = draft_fields(draft)
+        fields["tags"] = writer_tags(
+            fields["tags"], writer=who, owner=whose, inherited=inherited_tags
+        )
         sensitivity = draft.sensitivity or decision.sensitivity
         if decision.sensitivity == "sensitive":
             sensitivity = "sensitive"

@@ -14,9 +14,24 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from troth.core.query import Term, analyze_query, candidate_limits, lexical_terms
-from troth.core.ranking import DEFAULT_FLOOR, Candidate, assess_relevance, rank
+from troth.core.query import (
+    QueryAnalysis,
+    Term,
+    analyze_query,
+    candidate_limits,
+    lexical_terms,
+)
+from troth.core.ranking import (
+    DEFAULT_FLOOR,
+    DEFAULT_RANKING,
+    Candidate,
+    RankedHit,
+    assess_relevance,
+    cap_per_writer,
+    rank,
+)
 from troth.core.records import MemoryRecord
+from troth.service.conflicts import conflicts_of, contradicted
 from troth.storage.base import MemoryFilter, RecallRow
 
 if TYPE_CHECKING:
@@ -43,6 +58,8 @@ class Query:
     hold, else (unless a candidate's cosine reaches the floor's paraphrase level) the
     recall returns no hit; a question naming something no found memory mentions returns
     none either. ``None`` turns the floor off (the top ``limit`` are returned, however weak).
+    ``max_per_writer`` caps how many hits from one writer other than the owner come before
+    everyone else's (:func:`troth.core.ranking.cap_per_writer`; ``None``: no cap).
     """
 
     text: str
@@ -60,6 +77,7 @@ class Query:
     now: str | None = None
     indexes: tuple[str, ...] = ("lexical", "vector")
     min_relevance: float | None = DEFAULT_FLOOR.min_coverage
+    max_per_writer: int | None = DEFAULT_RANKING.max_per_writer
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +87,9 @@ class RecallHit:
     memory: MemoryRecord
     score: float
     why: dict[str, Any] = field(default_factory=dict)
+    conflicts: tuple[str, ...] = ()
+    """The memories this one contradicts or is contradicted by (``why["conflict"]`` says
+    which side is the weaker): served marked, never as equals (service.conflicts)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
@@ -82,6 +103,7 @@ class RecallHit:
             "flagged": self.memory.flagged,
             "created_at": self.memory.created_at,
             "why": self.why,
+            "conflicts": list(self.conflicts),
         }
 
 
@@ -231,16 +253,76 @@ def recall(
     floor = query.min_relevance
     if floor is not None and not relevance.fits(replace(DEFAULT_FLOOR, min_coverage=floor)):
         return []
+    writers = {row.memory_id: row.actor for row, _, _ in kept}
+    ranked, deferred = _capped(analysis, candidates, ranked, writers, owner, query, now)
     ranked = ranked[: query.limit]
     missing = [best.memory_id for best in ranked if best.memory_id not in held]
     if missing:
         held |= store.get_many(owner, missing)
     fit = relevance.to_dict()
-    return [
-        RecallHit(held[best.memory_id], best.score, best.explanation.to_dict() | {"relevance": fit})
+    capped = {"deferred": "writer cap: more of its writer's memories rank above it"}
+    found_hits = [
+        RecallHit(
+            held[best.memory_id],
+            best.score,
+            best.explanation.to_dict()
+            | {"relevance": fit}
+            | (capped if best.memory_id in deferred else {}),
+        )
         for best in ranked
         if best.memory_id in held
     ]
+    return _with_conflicts(store, owner, found_hits)
+
+
+def _capped(
+    analysis: QueryAnalysis,
+    candidates: list[Candidate],
+    ranked: list[RankedHit],
+    writers: dict[str, str | None],
+    owner: str,
+    query: Query,
+    now: datetime,
+) -> tuple[list[RankedHit], frozenset[str]]:
+    """The ranked hits with the per-writer cap applied, re-ranked in full when the cap
+    left fewer than ``limit`` hits in front (one writer filled the ranked window)."""
+    capped, deferred = cap_per_writer(ranked, writers, owner=owner, cap=query.max_per_writer)
+    if deferred and len(capped) - len(deferred) < query.limit < len(candidates):
+        every = rank(analysis, candidates, now=now)
+        capped, deferred = cap_per_writer(every, writers, owner=owner, cap=query.max_per_writer)
+    return capped, deferred
+
+
+def _with_conflicts(store: Store, owner: str, hits: list[RecallHit]) -> list[RecallHit]:
+    """Mark the hits that contradict a more trusted memory (and that memory), the weaker one
+    after the stronger: recall shows the conflict instead of serving both as equals."""
+    wanted = {t for hit in hits for t in contradicted(hit.memory)}
+    if not wanted:
+        return hits
+    targets = store.get_many(owner, sorted(wanted))
+    found = conflicts_of([hit.memory for hit in hits], targets)
+    if not found:
+        return hits
+    marked = []
+    for hit in hits:
+        conflict = found.get(hit.memory.id)
+        if conflict is None:
+            marked.append(hit)
+            continue
+        why = hit.why | {"conflict": conflict.to_dict()}
+        marked.append(RecallHit(hit.memory, hit.score, why, conflict.with_ids))
+    # The weaker side of a conflict never ranks above the stronger memory it contradicts:
+    # when that is returned too and ranks lower, the weaker one moves to right after it.
+    order = list(marked)
+    for hit in marked:
+        conflict = found.get(hit.memory.id)
+        if conflict is None or not conflict.weaker:
+            continue
+        stronger = [i for i, h in enumerate(order) if h.memory.id in conflict.with_ids]
+        here = order.index(hit)
+        if stronger and max(stronger) > here:
+            order.insert(max(stronger), order.pop(here))
+    return order
 
 
 def _candidate(row: RecallRow, scores: dict[str, Any], stale: bool) -> Candidate:

@@ -33,6 +33,7 @@ from troth.core.records import (
     check_choice,
     check_unit_interval,
 )
+from troth.core.tags import MAX_NAMESPACED_TAG_CHARS, is_namespaced
 
 _NAMESPACED_REL = re.compile(r"^[a-z][a-z0-9-]*:[a-z][a-z0-9_-]*$")
 _EXTRA_KEY = re.compile(r"^x[_-][A-Za-z0-9_-]+$")
@@ -82,7 +83,10 @@ def tags(values: object) -> tuple[str, ...]:
         raise InvalidInputError("tags must be a list of strings", field="tags")
     out: list[str] = []
     for value in values:
-        if not isinstance(value, str) or not 1 <= len(value) <= MAX_TAG_CHARS or not value.strip():
+        # A tag under its writer's name (core.tags) has the writer's tag behind the name.
+        namespaced = isinstance(value, str) and is_namespaced(value)
+        longest = MAX_NAMESPACED_TAG_CHARS if namespaced else MAX_TAG_CHARS
+        if not isinstance(value, str) or not 1 <= len(value) <= longest or not value.strip():
             raise InvalidInputError(
                 f"each tag must be 1..{MAX_TAG_CHARS} characters of text; got {value!r}",
                 field="tags",

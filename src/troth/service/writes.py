@@ -18,6 +18,7 @@ from troth.core.policy import Decision
 from troth.core.records import check_principal
 from troth.service.admission import Admission, check_admitted_status, refuse_unstored
 from troth.service.base import Parties, steward_channel
+from troth.service.conflicts import link_contradictions
 from troth.service.drafts import CreationPlan, Draft, WriteResult
 from troth.service.ledger import Ledger
 from troth.service.vectors import Vectors
@@ -126,6 +127,7 @@ class Writes:
                 ) from exc
         if not plans:
             return []
+        plans = [self.linked(plan) for plan in plans]
         vectors = self.admission.plan_vectors(plans)
         # Held from the start and pipelined: a batch is never the one-statement write.
         with self.ledger.writing(plans[0].owner) as tx:
@@ -230,8 +232,13 @@ class Writes:
             draft=base,
             details=rest,
             supersedes=memory_id,
+            inherited_tags=base.tags,
         )
         return self.write_planned(plan)
+
+    def linked(self, plan: CreationPlan) -> CreationPlan:
+        """The plan with its ``contradicts`` links to more trusted memories (service.conflicts)."""
+        return link_contradictions(self.parties.store, self.admission.policy.trust, plan)
 
     def write_planned(self, plan: CreationPlan) -> WriteResult:
         """Embed a planned creation, then append it on the owner's chain.
@@ -239,6 +246,7 @@ class Writes:
         A creation that reads nothing (all but an edit, which loads what it supersedes)
         is tried on the head verified last: one statement on a server backend.
         """
+        plan = self.linked(plan)
         vectors = self.admission.plan_vectors([plan])
         if plan.event.supersedes is not None:
             with self.ledger.writing(plan.owner) as tx:

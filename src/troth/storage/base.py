@@ -70,6 +70,8 @@ class RecallRow:
     ttl_policy: str = "never"
     ttl_expires_at: str | None = None
     ttl_decay_days: int | None = None
+    actor: str | None = None  # who wrote it: the per-writer cap of recall
+    channel: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

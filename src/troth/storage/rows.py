@@ -43,7 +43,7 @@ def recall_row(values: Sequence[Any]) -> RecallRow:
     """A :class:`RecallRow` from the fields both stores select, in this order: id, seq,
     updated_at, title, content, created_at, recorded_at, session, speaker, importance,
     confidence, lifecycle, valid_from, valid_until, expires, ttl policy, ttl expires_at,
-    ttl decay_days."""
+    ttl decay_days, actor, channel."""
     r = values
     return RecallRow(
         memory_id=str(r[0]),
@@ -63,6 +63,8 @@ def recall_row(values: Sequence[Any]) -> RecallRow:
         ttl_policy=r[15] or "never",
         ttl_expires_at=r[16],
         ttl_decay_days=r[17],
+        actor=r[18],
+        channel=r[19],
     )
 
 

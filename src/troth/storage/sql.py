@@ -351,6 +351,8 @@ RECALL_FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ttl_policy", ("ttl", "policy"), "text"),
     ("ttl_expires_at", ("ttl", "expires_at"), "text"),
     ("ttl_decay_days", ("ttl", "decay_days"), "integer"),
+    ("actor", ("actor",), "text"),
+    ("channel", ("channel",), "text"),
 )
 """What recall reads of a stored document, by name: (field, JSON path, type), in the order
 :func:`~troth.storage.rows.recall_row` takes them after ``id, seq, updated_at``. Each store
