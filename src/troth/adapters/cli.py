@@ -36,6 +36,7 @@ from troth.adapters.console import (
 )
 from troth.adapters.exchange import checkpoint, export_command, import_command, migrate
 from troth.adapters.sealing_commands import hold_against_witnesses, prove, render_holdings, seal
+from troth.adapters.witness_server import witness
 from troth.config import Settings
 from troth.core.errors import TrothError
 from troth.core.ranking import ADDITIVE_ADJUSTMENTS
@@ -154,6 +155,7 @@ for _command in (
     checkpoint,
     seal,
     prove,
+    witness,
     info,
     connect,
 ):

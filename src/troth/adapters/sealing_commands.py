@@ -85,7 +85,7 @@ def prove(obj: Context, memory_id: str, owner: str | None, as_json: bool) -> Non
 
 def hold_against_witnesses(ctx: Context, owner: str | None) -> list[Holding]:
     """``verify``'s second half: the store against the newest checkpoints its witness holds."""
-    return build_sealer(ctx.memory, ctx.settings).hold(owner)
+    return build_sealer(ctx.memory, ctx.settings).hold(owner, full=True)
 
 
 def render_holdings(holdings: list[Holding]) -> None:

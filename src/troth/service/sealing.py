@@ -295,8 +295,12 @@ class Sealer:
         (``verify``); else from the last sealed tip (a writer's check before it writes).
         """
         prefix = self.ledger + "/"
+        # Every origin any witness folder, the sealed tips or the store knows: an HTTP
+        # witness cannot list its origins, and a store emptied must still meet it.
         listed = {o for w in self.witnesses for o in w.origins(prefix)}
         listed |= {self.origin(o) for o in self.store.owners()}
+        if self.tips is not None:
+            listed |= set(self.tips.origins(prefix))
         out = []
         verifiers: list[note.Verifier] | None = None
         for witness in self.witnesses:

@@ -56,6 +56,17 @@ class SealedTips:
         """The file of an origin's sealed tip."""
         return self.path / (urllib.parse.quote(origin, safe="") + ".json")
 
+    def origins(self, prefix: str) -> list[str]:
+        """The origins starting with ``prefix`` that have a sealed tip here."""
+        if not self.path.is_dir():
+            return []
+        found = (
+            urllib.parse.unquote(p.name.removesuffix(".json"))
+            for p in self.path.iterdir()
+            if p.name.endswith(".json")
+        )
+        return sorted(o for o in found if o.startswith(prefix))
+
     def load(self, origin: str, verifiers: Sequence[note.Verifier]) -> SealedTip | None:
         """The origin's sealed tip, if there is one that checks out."""
         try:
