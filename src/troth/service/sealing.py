@@ -342,9 +342,11 @@ class Sealer:
         moved = [o for o in self.store.owners() if self.store.tip(o).length != before.get(o)]
         return self.seal_due(moved)
 
-    def seal_due(self, owners: Sequence[str] | None = None) -> list[Seal]:
+    def seal_due(
+        self, owners: Sequence[str] | None = None, *, all_grown: bool = False
+    ) -> list[Seal]:
         """Seal each owner (default: every owner) whose chain grew past its last checkpoint
-        as far, or as long ago, as the policy says."""
+        as far, or as long ago, as the policy says (``all_grown``: however little)."""
         if not self.witnesses:
             return []
         out = []
@@ -354,7 +356,8 @@ class Sealer:
             length = self.store.tip(whose).length
             size = 0 if last is None else last.checkpoint.size
             elapsed = float("inf") if last is None else now - last.sealed_at
-            if self.policy.due(length - size, elapsed) or (last is None and length):
+            grown = length - size
+            if self.policy.due(grown, elapsed) or (grown > 0 and (all_grown or last is None)):
                 out.append(self._seal_tree(whose, self.tree(whose)))
         return out
 
