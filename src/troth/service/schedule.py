@@ -48,6 +48,7 @@ class SealingSchedule:
         if self._thread is not None:
             self._thread.join(timeout=30)
         self.run_once(all_grown=True)
+        self.sealer.flush()
 
     def _run(self) -> None:
         while not self._stop.wait(self.tick):

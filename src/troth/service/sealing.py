@@ -32,7 +32,10 @@ from troth.service.tips import SealedTip, SealedTips
 from troth.service.witness import Witness, entries, open_checkpoint
 from troth.storage.base import Store, Tip
 
-__all__ = ["CheckpointPolicy", "Holding", "Seal", "Sealer"]
+__all__ = ["TIP_EVERY", "CheckpointPolicy", "Holding", "Seal", "Sealer"]
+
+#: Seconds between two writes of a long-lived sealer's tips (docs/ledger.md, section 12).
+TIP_EVERY = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +157,8 @@ class Sealer:
         self._known: dict[str, tuple[merkle.Tree, str]] = {}
         self._sealed: dict[str, SealedTip | None] = {}
         self._whole: set[str] = set()  # owners whose tree must start from the first entry
+        self._unsaved: set[str] = set()  # owners sealed since the tips were last written
+        self._tips_saved_at = float("-inf")
 
     def origin(self, owner: str) -> str:
         """The checkpoint origin of an owner's log: ``<ledger>/<owner>``."""
@@ -250,11 +255,26 @@ class Sealer:
                 continue
             signed = taken.note  # with the cosignatures of the witnesses so far
             places.append(taken.location)
-        if self.tips is not None and not missed:
+        if not missed:
             head = self._known[owner][1] if owner in self._known else ""
-            self.tips.save(checkpoint, signed, tree, head)
-            self._sealed.pop(owner, None)
+            nodes = tuple(tree.compact_range(checkpoint.size))
+            self._sealed[owner] = SealedTip(checkpoint, signed, nodes, head, time.time())
+            self._unsaved.add(owner)
+            # A long-lived sealer writes its tips at most every TIP_EVERY seconds (and
+            # when it is flushed); a CLI command's sealer writes its one seal at once.
+            if time.monotonic() - self._tips_saved_at >= TIP_EVERY:
+                self.flush()
         return Seal(owner, checkpoint, signed, tuple(places), tuple(missed))
+
+    def flush(self) -> None:
+        """Write the sealed tips not written yet (what the next process starts from)."""
+        if self.tips is not None:
+            for owner in sorted(self._unsaved):
+                tip = self._sealed.get(owner)
+                if tip is not None:
+                    self.tips.save(tip)
+        self._unsaved.clear()
+        self._tips_saved_at = time.monotonic()
 
     def prove(self, memory_id: str, owner: str | None = None) -> dict[str, Any]:
         """Inclusion proofs of a memory's creating and latest entries, with the checkpoint.

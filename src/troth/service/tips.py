@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import time
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,20 +81,18 @@ class SealedTips:
             return None
         return tip if fits and (checkpoint.size == 0) == (tip.head == "") else None
 
-    def save(
-        self, checkpoint: tlog.Checkpoint, signed: bytes, tree: merkle.Tree, head: str
-    ) -> None:
+    def save(self, tip: SealedTip) -> None:
         """Record a sealed tree; a failure only costs the next process a whole verification."""
         document = {
-            "note": signed.decode("utf-8"),
-            "range": [base64.b64encode(n).decode("ascii") for n in tree.compact_range()],
-            "head": head,
-            "sealed_at": time.time(),
+            "note": tip.note.decode("utf-8"),
+            "range": [base64.b64encode(n).decode("ascii") for n in tip.nodes],
+            "head": tip.head,
+            "sealed_at": tip.sealed_at,
         }
         try:
             self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
             replace_file(
-                self.file_for(checkpoint.origin),
+                self.file_for(tip.checkpoint.origin),
                 json.dumps(document).encode("utf-8"),
                 durable=False,  # a cache: losing it costs time, never a guarantee
             )

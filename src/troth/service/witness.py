@@ -111,9 +111,12 @@ def folder_lock(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def replace_file(target: Path, data: bytes, *, durable: bool = True) -> None:
+def replace_file(
+    target: Path, data: bytes, *, durable: bool = True, sync_folder: bool = True
+) -> None:
     """Replace a file atomically: the old bytes or the new ones, never half of them; when
-    ``durable``, the file and its folder are fsynced before this returns."""
+    ``durable``, the new file is fsynced before it replaces the old one, and the folder
+    after it (unless ``sync_folder`` is False: the rename may then be lost in a crash)."""
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}")
     with open(temporary, "wb") as handle:
         handle.write(data)
@@ -121,7 +124,7 @@ def replace_file(target: Path, data: bytes, *, durable: bool = True) -> None:
             handle.flush()
             os.fsync(handle.fileno())
     os.replace(temporary, target)
-    if not durable:
+    if not (durable and sync_folder):
         return
     directory = os.open(target.parent, os.O_RDONLY)
     try:
@@ -154,11 +157,8 @@ class DirectoryWitness:
         verifiers: Sequence[note.Verifier],
         held_hint: int | None = None,
     ) -> Witnessed:
-        """:meth:`submit` with the proof from the checkpoint held now (read under no lock:
-        a checkpoint that moves meanwhile makes the proof fail, and the new one is refused)."""
-        held = self.latest(open_checkpoint(signed, verifiers).checkpoint.origin)
-        proof = None if held is None else prove(open_checkpoint(held, verifiers).checkpoint.size)
-        return self.submit(signed, proof, verifiers)
+        """:meth:`submit`, the proof made from the size held, read under the folder's lock."""
+        return self._guarded(open_checkpoint(signed, verifiers), prove, verifiers)
 
     def origins(self, prefix: str) -> list[str]:
         """Every origin this witness holds that starts with ``prefix``."""
@@ -195,9 +195,13 @@ class DirectoryWitness:
         caller makes it for the held size, which it reads with :meth:`latest`). A checkpoint
         equal to the one held is a no-op.
         """
-        new = open_checkpoint(signed, verifiers)
+        return self._guarded(open_checkpoint(signed, verifiers), lambda _: consistency, verifiers)
+
+    def _guarded(
+        self, new: Witnessed, prove: Prover, verifiers: Sequence[note.Verifier]
+    ) -> Witnessed:
         try:
-            return self._take(new, consistency, verifiers)
+            return self._take(new, prove, verifiers)
         except OSError as exc:
             raise StorageError(
                 f"the witness folder {self.path} cannot be written ({exc.strerror or exc});"
@@ -208,7 +212,7 @@ class DirectoryWitness:
     def _take(
         self,
         new: Witnessed,
-        consistency: Sequence[bytes] | None,
+        prove: Prover,
         verifiers: Sequence[note.Verifier],
     ) -> Witnessed:
         signed = new.note
@@ -217,15 +221,18 @@ class DirectoryWitness:
             held_bytes = self.latest(origin)
             if held_bytes is not None:
                 held = open_checkpoint(held_bytes, verifiers).checkpoint
+                consistency = prove(held.size) if held.size <= new.checkpoint.size else None
                 self._check_extends(held, new.checkpoint, consistency)
                 if held == new.checkpoint:
                     # The same tree: keep every signature either note carries (a cosigned
                     # note after a plain one, or the other way round, loses none).
                     merged = note.add_signatures(held_bytes, note.decode(signed).signatures)
                     if merged != held_bytes:
-                        replace_file(self.file_for(origin), merged)
+                        replace_file(self.file_for(origin), merged, sync_folder=False)
                     return Witnessed(str(self.file_for(origin)), held, merged, new.signed_by)
-            replace_file(self.file_for(origin), signed)
+            # The file is fsynced before it replaces the old one; the folder is not: after a
+            # crash the witness may hold the checkpoint before, which the store extends.
+            replace_file(self.file_for(origin), signed, sync_folder=False)
         return Witnessed(str(self.file_for(origin)), new.checkpoint, signed, new.signed_by)
 
     def _locked(self) -> contextlib.AbstractContextManager[None]:
