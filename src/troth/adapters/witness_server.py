@@ -9,7 +9,7 @@
 
 Everything lives in the witness home (``--home``, ``TROTH_WITNESS_HOME``; default
 ``witness-server`` in the user configuration directory): ``cosigner.key`` (0600),
-``logs`` (one ``<ledger> <verifier key>`` a line) and ``state/`` (the newest cosigned
+``logs`` (one ``<ledger> <verifier key>`` a line, read for each request) and ``state/`` (the newest cosigned
 checkpoint of each origin). See docs/operations.md, "Serving as a witness".
 """
 
@@ -124,7 +124,7 @@ def trust(home: Path | None, ledger: str, verifier_key: str) -> None:
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(folder / LOGS_FILE, "a", encoding="utf-8") as handle:
         handle.write(f"{ledger} {verifier_key}\n")
-    click.echo(f"{ledger}: its checkpoints are cosigned from the next start of the witness")
+    click.echo(f"{ledger}: its checkpoints are cosigned from now on")
 
 
 @witness.command()
@@ -146,8 +146,8 @@ def serve(home: Path | None, logs: tuple[tuple[str, str], ...], host: str, port:
     folder = _home(home)
     try:
         cosigner = CosignerKey(folder / "cosigner.key").cosigner()
-        trusted = read_logs(folder / LOGS_FILE)
-        trusted += [_trusted(o, k, where="--log") for o, k in logs]
+        extra = [_trusted(o, k, where="--log") for o, k in logs]
+        trusted = read_logs(folder / LOGS_FILE) + extra
     except TrothError as error:
         err_console.print(styled("error:", "bold red", f" {error.message}"))
         raise SystemExit(2) from None
@@ -156,7 +156,16 @@ def serve(home: Path | None, logs: tuple[tuple[str, str], ...], host: str, port:
             styled("warning:", "yellow", " no ledger is trusted yet: every checkpoint gets 404;")
             + " add one with `troth witness trust LEDGER KEY` or --log"
         )
-    app = create_witness_app(CosigningWitness(folder / "state", cosigner, trusted))
+
+    def current() -> list[TrustedLog]:
+        # The logs file is read for each request: `troth witness trust` counts at once,
+        # and a file made unreadable meanwhile leaves the logs given at the start.
+        try:
+            return read_logs(folder / LOGS_FILE) + extra
+        except (OSError, TrothError):
+            return trusted
+
+    app = create_witness_app(CosigningWitness(folder / "state", cosigner, current))
     print(
         f"troth witness {cosigner.name} on http://{host}:{port}/ for"
         f" {len(trusted)} ledger(s)\nverifier key: {cosigner.verifier.to_key()}",

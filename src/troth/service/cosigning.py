@@ -82,13 +82,20 @@ class CosigningWitness:
         self,
         state: Path,
         cosigner: note.Cosigner,
-        logs: Sequence[TrustedLog],
+        logs: Sequence[TrustedLog] | Callable[[], Sequence[TrustedLog]],
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``logs``: the logs it witnesses, or a function giving them anew for each
+        request (so a ledger trusted while the witness runs counts at once)."""
         self.state = state
         self.cosigner = cosigner
-        self.logs = tuple(logs)
+        self._logs = logs
         self.clock = clock
+
+    @property
+    def logs(self) -> tuple[TrustedLog, ...]:
+        """The logs this witness cosigns for, now."""
+        return tuple(self._logs() if callable(self._logs) else self._logs)
 
     def file_for(self, origin: str) -> Path:
         """The file holding an origin's newest cosigned checkpoint."""

@@ -337,6 +337,13 @@ class Sealer:
                         )
                     )
                     continue
+                except IntegrityError as exc:  # a served note without the witness's cosignature
+                    out.append(
+                        Holding(
+                            whose, origin, witness.where(origin), 0, 0, "untrusted", exc.message
+                        )
+                    )
+                    continue
                 if data is None:  # nothing witnessed for it yet
                     continue
                 if verifiers is None:
