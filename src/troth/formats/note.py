@@ -168,8 +168,10 @@ class Verifier:
         return True
 
 
-class Signer:
-    """An Ed25519 signing key with its name; keep its key string secret."""
+class _Ed25519Key:
+    """A named Ed25519 private key and its verifier (of the subclass's kind)."""
+
+    verifier_type: type[Verifier] = Verifier
 
     def __init__(self, name: str, seed: bytes) -> None:
         _check_name(name)
@@ -179,8 +181,21 @@ class Signer:
         self._key = Ed25519PrivateKey.from_private_bytes(seed)
         self._seed = seed
         public = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-        self.verifier = Verifier(name, public)
+        self.verifier = self.verifier_type(name, public)
         self.key_id = self.verifier.key_id
+
+    def seed(self) -> bytes:
+        """The 32-byte private seed (secret)."""
+        return self._seed
+
+    def to_key(self) -> str:
+        """The secret key string: ``PRIVATE+KEY+<name>+<hex id>+<base64(type || seed)>``."""
+        encoded = base64.b64encode(bytes([self.verifier.kind]) + self._seed).decode("ascii")
+        return f"PRIVATE+KEY+{self.name}+{self.key_id:08x}+{encoded}"
+
+
+class Signer(_Ed25519Key):
+    """An Ed25519 signing key with its name; keep its key string secret."""
 
     @classmethod
     def generate(cls, name: str) -> Signer:
@@ -206,15 +221,6 @@ class Signer:
                 field="signer_key",
             )
         return signer
-
-    def to_key(self) -> str:
-        """The secret signer key string."""
-        encoded = base64.b64encode(bytes([ED25519]) + self._seed).decode("ascii")
-        return f"PRIVATE+KEY+{self.name}+{self.key_id:08x}+{encoded}"
-
-    def seed(self) -> bytes:
-        """The 32-byte private seed (secret)."""
-        return self._seed
 
     def sign(self, text: str) -> Signature:
         """This key's signature over ``text``."""
@@ -386,19 +392,12 @@ class CosignatureVerifier(Verifier):
         return int(_TIMESTAMP.unpack(signature.signature[: _TIMESTAMP.size])[0])
 
 
-class Cosigner:
-    """A witness's Ed25519 key making cosignature/v1 signatures; keep its key string secret."""
+class Cosigner(_Ed25519Key):
+    """A witness's Ed25519 key making cosignature/v1 signatures; keep its key string secret.
 
-    def __init__(self, name: str, seed: bytes) -> None:
-        _check_name(name)
-        if len(seed) != 32:
-            raise FormatError("an Ed25519 private key is a 32-byte seed", field="signer_key")
-        self.name = name
-        self._key = Ed25519PrivateKey.from_private_bytes(seed)
-        self._seed = seed
-        public = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-        self.verifier = CosignatureVerifier(name, public)
-        self.key_id = self.verifier.key_id
+    Not a :class:`Signer`: the spec keeps a cosigner's key to cosignatures."""
+
+    verifier_type = CosignatureVerifier
 
     @classmethod
     def generate(cls, name: str) -> Cosigner:
@@ -423,11 +422,6 @@ class Cosigner:
                 field="signer_key",
             )
         return cosigner
-
-    def to_key(self) -> str:
-        """The secret key string (type 0x04)."""
-        encoded = base64.b64encode(bytes([COSIGNATURE_V1]) + self._seed).decode("ascii")
-        return f"PRIVATE+KEY+{self.name}+{self.key_id:08x}+{encoded}"
 
     def cosign(self, text: str, timestamp: int) -> Signature:
         """This key's cosignature/v1 over a checkpoint's text, made at ``timestamp``."""

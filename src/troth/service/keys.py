@@ -17,7 +17,9 @@ import hashlib
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from troth.core.errors import FormatError, InvalidInputError
 from troth.formats.note import Cosigner, Signer, Verifier
@@ -25,6 +27,7 @@ from troth.formats.note import Cosigner, Signer, Verifier
 __all__ = ["TRUSTED_KEYS", "CosignerKey", "KeyStore"]
 
 TRUSTED_KEYS = "trusted.keys"
+K = TypeVar("K")
 
 
 def default_key_name(seed: bytes) -> str:
@@ -48,23 +51,14 @@ class KeyStore:
         """The signing key; made on first use when ``create`` (None when absent otherwise)."""
         if not self.path.exists():
             return self._create(name) if create else None
-        mode = stat.S_IMODE(self.path.stat().st_mode)
-        if mode & 0o077:
-            raise InvalidInputError(
-                f"the signing key {self.path} can be read by others (mode {mode:04o});"
-                f" run: chmod 600 {self.path}",
-                path=str(self.path),
-            )
-        try:
-            return Signer.from_key(self.path.read_text(encoding="utf-8"))
-        except (FormatError, UnicodeDecodeError) as exc:
-            raise InvalidInputError(
-                f"the signing key {self.path} is not a signer key"
-                " (PRIVATE+KEY+<name>+<id>+<key>); restore it from its backup, or move it"
-                " aside to make a new one (earlier checkpoints then need its verifier key"
-                f" in {self.trusted_path})",
-                path=str(self.path),
-            ) from exc
+        return read_key_file(
+            self.path,
+            "signing key",
+            Signer.from_key,
+            "a signer key (PRIVATE+KEY+<name>+<id>+<key>); restore it from its backup, or"
+            " move it aside to make a new one (earlier checkpoints then need its verifier"
+            f" key in {self.trusted_path})",
+        )
 
     def verifier_keys(self) -> list[Verifier]:
         """The keys whose checkpoints this installation trusts: its own, then trusted.keys."""
@@ -105,6 +99,20 @@ class KeyStore:
             assert made is not None  # it exists: another process has just made it
             return made
         return signer
+
+
+def read_key_file(path: Path, what: str, parse: Callable[[str], K], expected: str) -> K:
+    """A secret key file read and parsed, refused while others can read it."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise InvalidInputError(
+            f"the {what} {path} can be read by others (mode {mode:04o}); run: chmod 600 {path}",
+            path=str(path),
+        )
+    try:
+        return parse(path.read_text(encoding="utf-8"))
+    except (FormatError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"the {what} {path} is not {expected}", path=str(path)) from exc
 
 
 def write_key_file(path: Path, key: str) -> bool:
@@ -150,18 +158,9 @@ class CosignerKey:
                     " make its folder writable, or name another file with --key",
                     path=str(self.path),
                 ) from exc
-        mode = stat.S_IMODE(self.path.stat().st_mode)
-        if mode & 0o077:
-            raise InvalidInputError(
-                f"the witness key {self.path} can be read by others (mode {mode:04o});"
-                f" run: chmod 600 {self.path}",
-                path=str(self.path),
-            )
-        try:
-            return Cosigner.from_key(self.path.read_text(encoding="utf-8"))
-        except (FormatError, UnicodeDecodeError) as exc:
-            raise InvalidInputError(
-                f"the witness key {self.path} is not a cosigner key"
-                " (PRIVATE+KEY+<name>+<id>+<key>, type 0x04); restore it from its backup",
-                path=str(self.path),
-            ) from exc
+        return read_key_file(
+            self.path,
+            "witness key",
+            Cosigner.from_key,
+            "a cosigner key (PRIVATE+KEY+<name>+<id>+<key>, type 0x04); restore it from its backup",
+        )
