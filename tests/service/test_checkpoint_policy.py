@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,3 +149,46 @@ def test_a_served_store_is_sealed_on_schedule_and_when_it_stops(
     finally:
         schedule.stop()
     assert witnessed(config) == 4  # sealed on the way out
+
+
+def test_the_sealing_file_lists_witnesses_and_says_what_is_wrong(
+    tmp_path: Path, sealing_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from troth.config import SealingSettings, Settings, WitnessSetting, build_sealer
+    from troth.formats import note
+    from troth.service.witness_client import HTTPWitness
+
+    settings = Settings.load(home=tmp_path / "home", principal=OWNER)
+    sealing_file = sealing_config / "sealing.toml"
+    sealing_config.mkdir(parents=True, exist_ok=True)
+    cosigner = note.Cosigner.generate("witness.test/w1")
+    sealing_file.write_text(
+        'every = "10 commits or 30s"\n'
+        f'[[witness]]\nurl = "http://127.0.0.1:9/"\nkey = "{cosigner.verifier.to_key()}"\n'
+        f'[[witness]]\npath = "{tmp_path / "share"}"\n'
+    )
+    loaded = SealingSettings.load(settings)
+    assert loaded.policy == CheckpointPolicy(10, 30.0)
+    assert loaded.witnesses[1] == WitnessSetting(path=tmp_path / "share")
+    with Memory(
+        SQLiteStore(tmp_path / "home" / "troth.db"), policy=load_policy(None), principal=OWNER
+    ) as memory:
+        sealer = build_sealer(memory, settings)
+        kinds = [type(w).__name__ for w in sealer.witnesses]
+        assert kinds == ["HTTPWitness", "DirectoryWitness", "DirectoryWitness"]
+        assert isinstance(sealer.witnesses[0], HTTPWitness)
+        monkeypatch.setenv("TROTH_CHECKPOINT_EVERY", "30s")
+        assert SealingSettings.load(settings).policy == CheckpointPolicy(None, 30.0)
+        monkeypatch.delenv("TROTH_CHECKPOINT_EVERY")
+        plain = note.Signer.generate("witness.test/w1").verifier.to_key()
+        cases = {
+            f'[[witness]]\nurl = "http://x/"\nkey = "{plain}"\n': "type 0x01",
+            '[[witness]]\nurl = "ftp://x/"\nkey = "k"\n': "http(s) url",
+            '[[witness]]\npath = "/a"\nurl = "http://x/"\n': "not both",
+            'every = "often"\n': "not a checkpoint frequency",
+            "every = [\n": "cannot be read as TOML",
+        }
+        for text, sentence in cases.items():
+            sealing_file.write_text(text)
+            with pytest.raises(InvalidInputError, match=re.escape(sentence)):
+                build_sealer(memory, settings)
