@@ -167,3 +167,20 @@ def test_an_emptied_or_rewritten_home_is_refused_against_the_http_witness(
     forked = invoke(home, "remember", "a fourth")
     assert forked.exit_code != 0
     assert "rewritten" in said(forked), said(forked)
+
+
+def test_witness_trust_adds_a_ledger_and_refuses_a_key_it_cannot_read(tmp_path: Path) -> None:
+    from troth.adapters.witness_server import read_logs
+
+    home = tmp_path / "witness-home"
+    key = note.Signer.generate("troth.local/key/abcd").verifier.to_key()
+    added = CliRunner().invoke(cli, ["witness", "trust", "--home", str(home), LEDGER, key])
+    assert added.exit_code == 0, added.output
+    [log] = read_logs(home / "logs")
+    assert (log.origin, log.verifier.to_key()) == (LEDGER, key)
+    assert log.covers(LEDGER + "/human:alice")
+    assert not log.covers(LEDGER + "-other/human:alice")
+    bad = CliRunner().invoke(cli, ["witness", "trust", "--home", str(home), LEDGER, "nope"])
+    assert bad.exit_code == 2
+    assert "a verifier key reads" in said(bad)
+    assert len(read_logs(home / "logs")) == 1
