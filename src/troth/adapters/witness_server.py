@@ -23,7 +23,15 @@ import click
 import platformdirs
 from fastapi import FastAPI, Request, Response
 
-from troth.adapters.console import err_console, styled
+from troth.adapters.console import (
+    Context,
+    emit,
+    err_console,
+    handled,
+    json_option,
+    styled,
+    with_json,
+)
 from troth.core.errors import FormatError, InvalidInputError, TrothError
 from troth.formats.note import Verifier
 from troth.service.cosigning import MAX_BODY, CosigningWitness, TrustedLog
@@ -100,31 +108,36 @@ def witness() -> None:
 @witness.command()
 @home_option
 @click.option("--name", help="The key's name when it is made (default troth.local/witness/…).")
-def key(home: Path | None, name: str | None) -> None:
+@json_option
+@click.pass_obj
+def key(obj: Context, home: Path | None, name: str | None, as_json: bool) -> None:
     """Print the witness's verifier key (made on first use)."""
-    try:
-        click.echo(CosignerKey(_home(home) / "cosigner.key").cosigner(name).verifier.to_key())
-    except TrothError as error:
-        err_console.print(styled("error:", "bold red", f" {error.message}"))
-        raise SystemExit(2) from None
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        vkey = CosignerKey(_home(home) / "cosigner.key").cosigner(name).verifier.to_key()
+        emit(ctx, {"verifier_key": vkey}, lambda: click.echo(vkey))
 
 
 @witness.command()
 @home_option
 @click.argument("ledger")
 @click.argument("verifier_key")
-def trust(home: Path | None, ledger: str, verifier_key: str) -> None:
+@json_option
+@click.pass_obj
+def trust(obj: Context, home: Path | None, ledger: str, verifier_key: str, as_json: bool) -> None:
     """Cosign the checkpoints of LEDGER (its name, or one origin) signed by VERIFIER_KEY."""
-    try:
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
         _trusted(ledger, verifier_key, where="the ledger")
-    except TrothError as error:
-        err_console.print(styled("error:", "bold red", f" {error.message}"))
-        raise SystemExit(2) from None
-    folder = _home(home)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with open(folder / LOGS_FILE, "a", encoding="utf-8") as handle:
-        handle.write(f"{ledger} {verifier_key}\n")
-    click.echo(f"{ledger}: its checkpoints are cosigned from now on")
+        folder = _home(home)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(folder / LOGS_FILE, "a", encoding="utf-8") as handle:
+            handle.write(f"{ledger} {verifier_key}\n")
+        emit(
+            ctx,
+            {"ledger": ledger, "verifier_key": verifier_key},
+            lambda: click.echo(f"{ledger}: its checkpoints are cosigned from now on"),
+        )
 
 
 @witness.command()
