@@ -10,8 +10,9 @@ checkpoint it cosigned, and takes it only with a valid cosignature of that key.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import httpx2
 
@@ -68,16 +69,7 @@ class HTTPWitness:
                 f" checkpoint: {_said(answer)}",
                 url=self.url,
             )
-        data = answer.content
-        try:
-            note.open_note(data, [self.verifier])
-        except TrothError as exc:
-            raise IntegrityError(
-                f"the witness {self.url} served a checkpoint of {origin} without a valid"
-                f" cosignature of {self.verifier.name}: {exc.message}",
-                url=self.url,
-            ) from exc
-        return data
+        return self._cosigned(lambda: answer.content, f"served a checkpoint of {origin}")
 
     def take(
         self,
@@ -105,15 +97,9 @@ class HTTPWitness:
                 continue
             if answer.status_code != 200:
                 raise self._refusal(answer, origin, checkpoint.size)
-            cosigned = note.add_signatures(signed, note.signature_lines(answer.content))
-            try:
-                note.open_note(cosigned, [self.verifier])
-            except TrothError as exc:
-                raise IntegrityError(
-                    f"the witness {self.url} answered without a valid cosignature of"
-                    f" {self.verifier.name}: {exc.message}",
-                    url=self.url,
-                ) from exc
+            cosigned = self._cosigned(
+                functools.partial(_with_lines, signed, answer.content), "answered"
+            )
             self._sizes[origin] = checkpoint.size
             return Witnessed(self.where(origin), checkpoint, cosigned, (self.verifier.name,))
         raise ConflictError(
@@ -124,6 +110,19 @@ class HTTPWitness:
             witnessed=old,
             size=checkpoint.size,
         )
+
+    def _cosigned(self, make: Callable[[], bytes], did: str) -> bytes:
+        """The note ``make`` gives, if it carries this witness's valid cosignature."""
+        try:
+            data = make()
+            note.open_note(data, [self.verifier])
+        except TrothError as exc:
+            raise IntegrityError(
+                f"the witness {self.url} {did} without a valid cosignature of"
+                f" {self.verifier.name}: {exc.message}",
+                url=self.url,
+            ) from exc
+        return data
 
     def _refusal(self, answer: httpx2.Response, origin: str, size: int) -> TrothError:
         said = _said(answer)
@@ -160,6 +159,10 @@ class HTTPWitness:
                 " sealing configuration, or that it is running",
                 url=self.url,
             ) from exc
+
+
+def _with_lines(signed: bytes, block: bytes) -> bytes:
+    return note.add_signatures(signed, note.signature_lines(block))
 
 
 def _b64(digest: bytes) -> bytes:
