@@ -421,7 +421,7 @@ def verify(obj: Context, owner: str | None, as_json: bool) -> None:
     ctx = with_json(obj, as_json)
     with handled(ctx):
         reports = ctx.memory.verify(owner)
-        held = hold_against_witnesses(ctx, owner)
+        held = hold_against_witnesses(ctx, owner, [r.owner for r in reports if not r.chain.ok])
         ok = all(r.ok for r in reports) and all(h.ok for h in held)
 
         def human() -> None:

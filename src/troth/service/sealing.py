@@ -266,6 +266,17 @@ class Sealer:
                 self.flush()
         return Seal(owner, checkpoint, signed, tuple(places), tuple(missed))
 
+    def distrust(self, owner: str) -> None:
+        """Forget what this sealer and the sealed tips know of an owner's chain (``verify``
+        found it broken): every later process verifies it from its first entry, and so
+        refuses to write to it until it is repaired."""
+        self._known.pop(owner, None)
+        self._sealed.pop(owner, None)
+        self._unsaved.discard(owner)
+        self._whole.add(owner)
+        if self.tips is not None:
+            self.tips.drop(self.origin(owner))
+
     def flush(self) -> None:
         """Write the sealed tips not written yet (what the next process starts from)."""
         if self.tips is not None:

@@ -81,6 +81,10 @@ class SealedTips:
             return None
         return tip if fits and (checkpoint.size == 0) == (tip.head == "") else None
 
+    def drop(self, origin: str) -> None:
+        """Forget an origin's sealed tip: the next process verifies that chain whole."""
+        self.file_for(origin).unlink(missing_ok=True)
+
     def save(self, tip: SealedTip) -> None:
         """Record a sealed tree; a failure only costs the next process a whole verification."""
         document = {
