@@ -68,7 +68,10 @@ def sealing_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     config = tmp_path / "config"
     monkeypatch.setenv("TROTH_SIGNING_KEY", str(config / "signing.key"))
     monkeypatch.setenv("TROTH_WITNESS", str(config / "witness"))
+    monkeypatch.setenv("TROTH_SEALING", str(config / "sealing.toml"))
+    monkeypatch.setenv("TROTH_WITNESS_HOME", str(config / "witness-server"))
     monkeypatch.delenv("TROTH_LEDGER", raising=False)
+    monkeypatch.delenv("TROTH_CHECKPOINT_EVERY", raising=False)
     return config
 
 

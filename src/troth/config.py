@@ -6,8 +6,8 @@
 - ``TROTH_POLICY`` — a TOML file overriding parts of the default policy (default:
   ``policy.toml`` in the home directory, when present).
 - ``TROTH_DATABASE_URL`` — ``postgresql://…`` selects the PostgreSQL backend.
-- ``TROTH_SIGNING_KEY``, ``TROTH_WITNESS``, ``TROTH_LEDGER`` — signed checkpoints: see
-  :class:`SealingSettings`.
+- ``TROTH_SIGNING_KEY``, ``TROTH_WITNESS``, ``TROTH_LEDGER``, ``TROTH_SEALING``,
+  ``TROTH_CHECKPOINT_EVERY`` — signed checkpoints: see :class:`SealingSettings`.
 """
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ from troth.service.stores import open_store
 
 __all__ = [
     "DATABASE_NAME",
+    "SEALING_FILE_NAME",
     "SIGNING_KEY_NAME",
     "WITNESS_DIR_NAME",
     "SealingSettings",
     "Settings",
+    "WitnessSetting",
     "build_memory",
     "build_sealer",
     "default_embedder",
@@ -45,12 +47,13 @@ __all__ = [
     "load_policy",
     "merge",
     "open_store",
+    "parse_every",
     "resolve_principal",
 ]
 
 if TYPE_CHECKING:
     from troth.embedding import Embedder
-    from troth.service.sealing import Sealer
+    from troth.service.sealing import CheckpointPolicy, Sealer
 
 DATABASE_NAME = "troth.db"
 
@@ -192,6 +195,45 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
 
 SIGNING_KEY_NAME = "signing.key"
 WITNESS_DIR_NAME = "witness"
+SEALING_FILE_NAME = "sealing.toml"
+TIPS_DIR_NAME = "sealed"
+
+
+@dataclass(frozen=True, slots=True)
+class WitnessSetting:
+    """One witness from the sealing file: a folder (``path``) or an HTTP witness (``url``
+    with the ``key`` it cosigns with, a cosignature/v1 verifier key)."""
+
+    path: Path | None = None
+    url: str | None = None
+    key: str | None = None
+    timeout: float = 10.0
+
+
+def parse_every(text: str, where: str) -> CheckpointPolicy:
+    """``commit``, ``<N> commits``/``<N> entries``/``<N>``, ``<T>s``/``<T> seconds``, or two
+    of them joined by ``or`` (``100 entries or 30s``): a :class:`CheckpointPolicy`."""
+    from troth.service.sealing import CheckpointPolicy
+
+    entries: int | None = None
+    seconds: float | None = None
+    for part in text.lower().split(" or "):
+        words = part.strip()
+        count = re.fullmatch(r"(?:each |every )?(\d+)?\s*(?:commits?|entries|entry)?", words)
+        timed = re.fullmatch(r"(?:each |every )?(\d+(?:\.\d+)?)\s*(?:s|secs?|seconds?)", words)
+        if timed:
+            seconds = float(timed.group(1))
+        elif count and words and (count.group(1) is None or int(count.group(1)) > 0):
+            entries = int(count.group(1) or 1)
+        else:
+            raise InvalidInputError(
+                f"{where} {text!r} is not a checkpoint frequency; write commit, 10 commits,"
+                " 30s, or 100 commits or 30s",
+                field=where,
+            )
+    if seconds is not None and not seconds > 0:
+        raise InvalidInputError(f"{where}: the seconds must be above 0", field=where)
+    return CheckpointPolicy(entries=entries, seconds=seconds)
 
 
 def ledger_location(settings: Settings) -> str:
@@ -217,12 +259,19 @@ class SealingSettings:
       directory); ``off`` for none;
     - ``TROTH_LEDGER`` — the ledger's name, the prefix of each owner's checkpoint origin
       (default ``troth.local/`` + 16 hex digits of the SHA-256 of the store's location, so
-      a data directory restored in place keeps its name and meets its witness).
+      a data directory restored in place keeps its name and meets its witness);
+    - ``TROTH_SEALING`` — the sealing file (default ``sealing.toml`` in the user
+      configuration directory): ``every = "commit"`` and ``[[witness]]`` tables, each a
+      ``path`` (a folder) or a ``url`` and ``key`` (an HTTP witness that cosigns);
+    - ``TROTH_CHECKPOINT_EVERY`` — how often a writer checkpoints, over the file's
+      ``every``: ``commit`` (the default), ``10 commits``, ``30s``, ``100 commits or 30s``.
     """
 
     key_path: Path
     witness: Path | None
     ledger: str
+    witnesses: tuple[WitnessSetting, ...] = ()
+    every: str = "commit"
 
     @classmethod
     def load(cls, settings: Settings, environ: Mapping[str, str] | None = None) -> SealingSettings:
@@ -242,15 +291,87 @@ class SealingSettings:
                 " spaces or '+', not ending in '/' (for example memory.example.com/alice)",
                 field="TROTH_LEDGER",
             )
-        return cls(key_path=key, witness=witness, ledger=ledger)
+        sealing_file = Path(env.get("TROTH_SEALING") or config_dir / SEALING_FILE_NAME).expanduser()
+        document = _sealing_document(sealing_file)
+        every = env.get("TROTH_CHECKPOINT_EVERY") or str(document.get("every", "commit"))
+        parse_every(
+            every,
+            "TROTH_CHECKPOINT_EVERY"
+            if "TROTH_CHECKPOINT_EVERY" in env
+            else f"{sealing_file}: every",
+        )
+        tables = document.get("witness", [])
+        if not isinstance(tables, list):
+            raise InvalidInputError(f"{sealing_file}: witness is a list of [[witness]] tables")
+        witnesses = tuple(_witness_setting(t, sealing_file, n) for n, t in enumerate(tables, 1))
+        return cls(key, witness, ledger, witnesses, every)
+
+    @property
+    def policy(self) -> CheckpointPolicy:
+        """How often a writer checkpoints."""
+        return parse_every(self.every, "every")
+
+
+def _sealing_document(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidInputError(f"the sealing file {path} cannot be read as TOML: {exc}") from exc
+
+
+def _witness_setting(table: object, path: Path, number: int) -> WitnessSetting:
+    where = f"{path}, witness {number}"
+    if not isinstance(table, dict) or ("path" in table) == ("url" in table):
+        raise InvalidInputError(
+            f"{where}: a [[witness]] holds a path (a folder) or a url and a key, not both"
+        )
+    if "path" in table:
+        return WitnessSetting(path=Path(str(table["path"])).expanduser())
+    url, key = str(table["url"]), table.get("key")
+    if not re.match(r"https?://", url) or not isinstance(key, str):
+        raise InvalidInputError(
+            f"{where}: an HTTP witness has an http(s) url and the key it cosigns with"
+            ' (key = "<name>+<id>+<base64>", what `troth witness key` prints)'
+        )
+    timeout = table.get("timeout", 10.0)
+    if not isinstance(timeout, int | float) or not timeout > 0:
+        raise InvalidInputError(f"{where}: timeout is a number of seconds above 0")
+    return WitnessSetting(url=url, key=key, timeout=float(timeout))
 
 
 def build_sealer(memory: Memory, settings: Settings) -> Sealer:
-    """The sealer over a facade's store, with the configured key, witness and ledger name."""
+    """The sealer over a facade's store, with the configured key, witnesses, frequency and
+    ledger name; the chain tips it verifies are handed to the facade's write path."""
+    from troth.core.errors import FormatError
+    from troth.formats.note import Verifier
     from troth.service.keys import KeyStore
     from troth.service.sealing import Sealer
-    from troth.service.witness import DirectoryWitness
+    from troth.service.tips import SealedTips
+    from troth.service.witness import DirectoryWitness, Witness
+    from troth.service.witness_client import HTTPWitness
 
     sealing = SealingSettings.load(settings)
-    witnesses = [] if sealing.witness is None else [DirectoryWitness(sealing.witness)]
-    return Sealer(memory.store, KeyStore(sealing.key_path), sealing.ledger, witnesses)
+    cosigning: list[Witness] = []
+    folders: list[Witness] = [] if sealing.witness is None else [DirectoryWitness(sealing.witness)]
+    for w in sealing.witnesses:
+        if w.path is not None:
+            folders.append(DirectoryWitness(w.path))
+            continue
+        assert w.url is not None
+        assert w.key is not None
+        try:
+            verifier = Verifier.from_key(w.key)
+        except FormatError as exc:
+            raise InvalidInputError(f"the witness {w.url}'s key: {exc.message}") from exc
+        cosigning.append(HTTPWitness(w.url, verifier, timeout=w.timeout))
+    return Sealer(
+        memory.store,
+        KeyStore(sealing.key_path),
+        sealing.ledger,
+        [*cosigning, *folders],  # cosigners first: the folders keep the cosigned note
+        policy=sealing.policy,
+        tips=SealedTips(sealing.key_path.parent / TIPS_DIR_NAME),
+        on_verified=memory.parts.ledger.trust,
+    )

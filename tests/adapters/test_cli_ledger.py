@@ -19,7 +19,7 @@ from troth.storage.sqlite import SQLiteStore
 ALICE = "human:alice"
 # Long-running servers and the checkpoint envelope filter speak their own protocols on
 # stdout; they still take the group-level --json (``troth --json serve``).
-OWN_PROTOCOL = {"serve", "mcp", "demo", "checkpoint handle"}
+OWN_PROTOCOL = {"serve", "mcp", "demo", "checkpoint handle", "witness serve"}
 
 
 def remember(home: Path, text: str, *args: str, who: str = ALICE) -> dict[str, Any]:

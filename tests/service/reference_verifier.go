@@ -1,7 +1,8 @@
 // Checks troth's signed checkpoints and proofs with the reference implementations:
 // golang.org/x/mod/sumdb/note (C2SP signed notes) and golang.org/x/mod/sumdb/tlog
 // (RFC 6962 trees). Reads one JSON request on stdin, writes one JSON answer on stdout:
-// for each item "ok" or the reference's error. Built by tests/service/test_reference_verifiers.py.
+// for each item "ok" or the reference's error. Built by tests/service/test_reference_verifiers.py,
+// with reference_cosignature.go beside it (transparency-dev's cosignature/v1 verifier).
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 
 type request struct {
 	Keys        []string      `json:"keys"`
+	Cosigners   []string      `json:"cosigners"`
 	Notes       []noteCheck   `json:"notes"`
 	Inclusion   []inclusion   `json:"inclusion"`
 	Consistency []consistency `json:"consistency"`
@@ -141,6 +143,14 @@ func main() {
 		v, err := note.NewVerifier(k)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "verifier key:", err)
+			os.Exit(2)
+		}
+		list = append(list, v)
+	}
+	for _, k := range req.Cosigners {
+		v, err := NewVerifierForCosignatureV1(k)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cosigner key:", err)
 			os.Exit(2)
 		}
 		list = append(list, v)

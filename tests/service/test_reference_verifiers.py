@@ -1,6 +1,8 @@
 """The reference implementations check what troth signs and proves.
 
-golang.org/x/mod/sumdb/note opens troth's signed checkpoints (and their cosignatures), and
+golang.org/x/mod/sumdb/note opens troth's signed checkpoints (and their cosignatures: a
+witness's cosignature/v1 line is checked by transparency-dev's verifier, in
+``reference_cosignature.go``), and
 golang.org/x/mod/sumdb/tlog checks its inclusion proofs (``tlog.CheckRecord``) and
 consistency proofs (``tlog.CheckTree``). Debian packages both (golang-go and
 golang-golang-x-mod-dev); ``scripts/install-go-verifiers.sh`` installs them (``make test``
@@ -24,6 +26,7 @@ import pytest
 from tests.conftest import StepClock
 from troth.config import load_policy
 from troth.formats import note, tlog
+from troth.service.cosigning import CosigningWitness, TrustedLog
 from troth.service.keys import KeyStore
 from troth.service.memory import Memory
 from troth.service.sealing import Sealer
@@ -41,6 +44,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
         subprocess.run([ROOT / "scripts/install-go-verifiers.sh"], check=True, timeout=900)
     work = tmp_path_factory.mktemp("go")
     shutil.copy(Path(__file__).with_name("reference_verifier.go"), work / "main.go")
+    shutil.copy(Path(__file__).with_name("reference_cosignature.go"), work / "cosignature.go")
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(work),
@@ -52,7 +56,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "GOTOOLCHAIN": "local",
     }
     subprocess.run(
-        ["go", "build", "-o", str(work / "verify"), "main.go"],
+        ["go", "build", "-o", str(work / "verify"), "main.go", "cosignature.go"],
         cwd=work,
         env=env,
         check=True,
@@ -179,3 +183,63 @@ def test_checkpoints_cosignatures_and_proofs_verify_with_the_go_reference(
     pairs = n * (n + 1) // 2
     assert answer["consistency"][:pairs] == ["ok"] * pairs
     assert answer["consistency"][pairs:] == ["invalid transparency proof"]
+
+
+def test_a_witness_cosignature_verifies_with_the_ecosystems_cosignature_v1_verifier(
+    reference: Path, sealer: tuple[Memory, Sealer], tmp_path: Path
+) -> None:
+    """The note troth's witness cosigns (c2sp.org/tlog-cosignature) opens in Go with the
+    ledger's key and the witness's, the witness line checked by transparency-dev's verifier."""
+    memory, seals = sealer
+    owner = memory.principal
+    for i in range(3):
+        memory.remember(f"memory number {i}")
+    [first] = seals.seal()
+    for i in range(3, 9):
+        memory.remember(f"memory number {i}")
+    [second] = seals.seal()
+    signer = seals.keys.signer(create=False)
+    assert signer is not None
+    ledger = seals.ledger
+    cosigner = note.Cosigner.generate("witness.example/w1")
+    witness = CosigningWitness(tmp_path / "state", cosigner, [TrustedLog(ledger, signer.verifier)])
+    tree = seals.full_tree(owner)
+
+    def cosigned(old: int, message: bytes) -> bytes:
+        proof = "".join(f"{h}\n" for h in b64(tree.consistency(old, tree.size if old else 0)))
+        body = f"old {old}\n{proof if old else ''}\n".encode() + message
+        reply = witness.add_checkpoint(body)
+        assert reply.status == 200, reply.body
+        return note.add_signatures(message, note.signature_lines(reply.body))
+
+    one = cosigned(0, first.note)
+    two = cosigned(3, second.note)
+    lines = note.decode(two).signatures
+    # The same cosignature line with its time moved one second: the signature fails.
+    late = note.Signature(
+        lines[1].name,
+        lines[1].key_id,
+        (note.CosignatureVerifier.timestamp(lines[1]) + 1).to_bytes(8, "big")
+        + lines[1].signature[8:],
+    )
+    moved = note.encode(note.Note(note.decode(two).text, (lines[0], late)))
+    stranger = note.Cosigner.generate("witness.example/w1")
+    other = note.add_signatures(second.note, [stranger.cosign(note.decode(two).text, 1)])
+    request = {
+        "keys": [signer.verifier.to_key()],
+        "cosigners": [cosigner.verifier.to_key()],
+        "notes": [
+            {"note": one.decode(), "signers": 2},
+            {"note": two.decode(), "signers": 2},
+            {"note": moved.decode(), "signers": 2},
+            {"note": other.decode(), "signers": 2},
+        ],
+        "consistency": [
+            {"old": one.decode(), "new": two.decode(), "proof": b64(tree.consistency(3, 9))}
+        ],
+    }
+    answer = check(reference, request)
+    assert answer["notes"][:2] == ["ok", "ok"]
+    assert "invalid signature" in answer["notes"][2]
+    assert answer["notes"][3] == "1 verified signatures, want 2"
+    assert answer["consistency"] == ["ok"]

@@ -37,6 +37,7 @@ from troth.adapters.console import (
 from troth.adapters.exchange import checkpoint, export_command, import_command, migrate
 from troth.adapters.gate_command import gate
 from troth.adapters.sealing_commands import hold_against_witnesses, prove, render_holdings, seal
+from troth.adapters.witness_server import witness
 from troth.config import Settings
 from troth.core.errors import TrothError
 from troth.core.ranking import ADDITIVE_ADJUSTMENTS
@@ -170,6 +171,7 @@ for _command in (
     checkpoint,
     seal,
     prove,
+    witness,
     info,
     connect,
     gate,
@@ -442,7 +444,7 @@ def verify(obj: Context, owner: str | None, as_json: bool) -> None:
     ctx = with_json(obj, as_json)
     with handled(ctx):
         reports = ctx.memory.verify(owner)
-        held = hold_against_witnesses(ctx, owner)
+        held = hold_against_witnesses(ctx, owner, [r.owner for r in reports if not r.chain.ok])
         ok = all(r.ok for r in reports) and all(h.ok for h in held)
 
         def human() -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -23,6 +25,8 @@ from troth.core.access import (
     check_grant,
 )
 from troth.core.records import principal_kind
+from troth.service.schedule import SealingSchedule
+from troth.service.sealing import Sealer
 from troth.service.tokens import DEFAULT_EXPIRY
 
 
@@ -132,6 +136,18 @@ def token_revoke(obj: Context, token_id: str, as_json: bool) -> None:
             click.echo(f"{record.token_id} revoked")
 
 
+@contextmanager
+def sealing_schedule(sealer: Sealer) -> Iterator[None]:
+    """Checkpoint a served store on the configured schedule while the block runs, and what
+    grew since its last checkpoint when it ends (service/schedule.py)."""
+    schedule = SealingSchedule(sealer)
+    schedule.start()
+    try:
+        yield
+    finally:
+        schedule.stop()
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
@@ -168,21 +184,23 @@ def serve(
     with handled(obj) as ctx:
         principal = ctx.settings.principal
         memory = ctx.memory  # opened first, so the banner says the database exists
-        build_sealer(memory, ctx.settings).guard()  # no serving a store behind its witness
+        sealer = build_sealer(memory, ctx.settings)
+        sealer.guard()  # no serving a store behind its witness
         about = about_lines(describe(ctx.settings, principal_origin=principal_origin()))
-        server.serve(
-            memory,
-            host=host,
-            port=port,
-            tool_names="underscore" if tool_names == "underscore" else "dotted",
-            first_token_for=principal
-            if first_token and principal_kind(principal) == "human"
-            else None,
-            ssl_certfile=ssl_certfile,
-            ssl_keyfile=ssl_keyfile,
-            about=[*about, ""],
-            sweep_every=sweep_every,
-        )
+        with sealing_schedule(sealer):
+            server.serve(
+                memory,
+                host=host,
+                port=port,
+                tool_names="underscore" if tool_names == "underscore" else "dotted",
+                first_token_for=principal
+                if first_token and principal_kind(principal) == "human"
+                else None,
+                ssl_certfile=ssl_certfile,
+                ssl_keyfile=ssl_keyfile,
+                about=[*about, ""],
+                sweep_every=sweep_every,
+            )
 
 
 @click.command(name="mcp")
@@ -211,12 +229,14 @@ def mcp_command(
         if scopes is None and principal_kind(principal) == "human":
             wanted.append(SENSITIVE_READ)
         grant = check_grant(principal, on_behalf_of, wanted)
-        build_sealer(ctx.memory, ctx.settings).guard()
-        server.serve_stdio(
-            ctx.memory,
-            grant,
-            tool_names="underscore" if tool_names == "underscore" else "dotted",
-        )
+        sealer = build_sealer(ctx.memory, ctx.settings)
+        sealer.guard()
+        with sealing_schedule(sealer):
+            server.serve_stdio(
+                ctx.memory,
+                grant,
+                tool_names="underscore" if tool_names == "underscore" else "dotted",
+            )
 
 
 @click.command()

@@ -122,7 +122,18 @@ class Context:
             return
         try:
             if self._sealer is not None:
-                self._sealer.seal_moved(self._lengths)
+                for sealed in self._sealer.seal_moved(self._lengths):
+                    for missed in sealed.missed:
+                        what = (
+                            "no checkpoint of it was signed"
+                            if not sealed.witnessed_at
+                            else "a witness did not take its checkpoint"
+                        )
+                        err_console.print(
+                            styled(
+                                "warning:", "yellow", f" the write is kept, but {what}: {missed}"
+                            )
+                        )
         except TrothError as error:
             err_console.print(
                 "[yellow]warning:[/] the write is kept, but no checkpoint of it was signed:"

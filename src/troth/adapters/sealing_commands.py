@@ -10,6 +10,7 @@ inclusion proofs of a memory's entries against the checkpoint it signs. See docs
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -83,9 +84,16 @@ def prove(obj: Context, memory_id: str, owner: str | None, as_json: bool) -> Non
         emit(ctx, proof, human)
 
 
-def hold_against_witnesses(ctx: Context, owner: str | None) -> list[Holding]:
-    """``verify``'s second half: the store against the newest checkpoints its witness holds."""
-    return build_sealer(ctx.memory, ctx.settings).hold(owner)
+def hold_against_witnesses(
+    ctx: Context, owner: str | None, broken: Sequence[str] = ()
+) -> list[Holding]:
+    """``verify``'s second half: the store against the newest checkpoints its witnesses
+    hold, each chain verified from its first entry. The sealed tips of the ``broken``
+    owners are forgotten, so no later write starts from them (it verifies and refuses)."""
+    sealer = build_sealer(ctx.memory, ctx.settings)
+    for whose in broken:
+        sealer.distrust(whose)
+    return sealer.hold(owner, full=True)
 
 
 def render_holdings(holdings: list[Holding]) -> None:

@@ -68,6 +68,32 @@ class Tree:
     def __init__(self, leaves: Iterable[bytes] = ()) -> None:
         self._leaves: list[bytes] = list(leaves)
         self._complete: dict[tuple[int, int], bytes] = {}
+        # Leaves below this index are not held, only the compact range over them
+        # (:meth:`from_compact_range`): enough to extend the tree, sign it and prove it
+        # consistent with its prefix of that size, not to prove an entry below it.
+        self._first = 0
+
+    @classmethod
+    def from_compact_range(cls, size: int, nodes: Sequence[bytes]) -> Tree:
+        """A tree of ``size`` leaves known only by its compact range (:meth:`compact_range`),
+        to which leaves can be appended."""
+        spans = _decomposition(size)
+        if len(nodes) != len(spans) or not _well_formed(nodes):
+            raise ValueError(f"a compact range of {size} leaves holds {len(spans)} hashes")
+        tree = cls()
+        tree._first = size
+        tree._complete = dict(zip(spans, nodes, strict=True))
+        return tree
+
+    def compact_range(self, size: int | None = None) -> list[bytes]:
+        """The roots of the complete subtrees that make up the first ``size`` leaves, left
+        to right (one per binary digit of ``size``): all a later tree needs of them."""
+        return [self._hash(lo, hi) for lo, hi in _decomposition(self._size(size))]
+
+    @property
+    def first(self) -> int:
+        """The first leaf this tree holds (0, or the size of the compact range it began as)."""
+        return self._first
 
     @classmethod
     def of_entries(cls, entry_hashes: Iterable[str]) -> Tree:
@@ -77,11 +103,13 @@ class Tree:
     @property
     def size(self) -> int:
         """How many leaves the tree has."""
-        return len(self._leaves)
+        return self._first + len(self._leaves)
 
     def leaf(self, index: int) -> bytes:
         """The leaf hash at ``index`` (0-based)."""
-        return self._leaves[index]
+        if index < self._first:
+            raise ValueError(f"the tree holds its leaves from {self._first} on, not {index}")
+        return self._leaves[index - self._first]
 
     def append(self, leaf: bytes) -> None:
         """Add a leaf hash at the end."""
@@ -114,18 +142,22 @@ class Tree:
     # -- the RFC's recursions over [lo, hi) ------------------------------------------------
 
     def _size(self, size: int | None) -> int:
-        n = len(self._leaves) if size is None else size
-        if not 0 <= n <= len(self._leaves):
-            raise ValueError(f"the tree has {len(self._leaves)} leaves, not {n}")
+        n = self.size if size is None else size
+        if not 0 <= n <= self.size:
+            raise ValueError(f"the tree has {self.size} leaves, not {n}")
         return n
 
     def _hash(self, lo: int, hi: int) -> bytes:
-        if hi - lo == 1:
-            return self._leaves[lo]
         width = hi - lo
         complete = width & (width - 1) == 0
         if complete and (lo, hi) in self._complete:
             return self._complete[lo, hi]
+        if width == 1:
+            if lo < self._first:
+                raise ValueError(
+                    f"the tree keeps only the compact range of its first {self._first} leaves"
+                )
+            return self._leaves[lo - self._first]
         k = _split(width)
         value = node_hash(self._hash(lo, lo + k), self._hash(lo + k, hi))
         if complete:
@@ -147,6 +179,16 @@ class Tree:
         if m <= lo + k:
             return [*self._subproof(m, lo, lo + k, whole), self._hash(lo + k, hi)]
         return [*self._subproof(m, lo + k, hi, False), self._hash(lo, lo + k)]
+
+
+def _decomposition(size: int) -> list[tuple[int, int]]:
+    """The aligned power-of-two spans that make up ``[0, size)``, largest first."""
+    spans, lo = [], 0
+    for bit in reversed(range(size.bit_length())):
+        if size >> bit & 1:
+            spans.append((lo, lo + (1 << bit)))
+            lo += 1 << bit
+    return spans
 
 
 def _well_formed(hashes: Sequence[bytes]) -> bool:

@@ -15,7 +15,14 @@ The format (c2sp.org/signed-note; golang.org/x/mod/sumdb/note is its reference):
   encoding, so keys made by ``note.GenerateKey`` work here and the other way round).
 
 A cosignature is one more signature line by another key over the same text: anyone who
-holds both verifier keys checks both (:func:`cosign`).
+holds both verifier keys checks both. Two kinds:
+
+- :func:`cosign` adds a plain Ed25519 note signature (type 0x01);
+- :class:`Cosigner` makes C2SP ``cosignature/v1`` signatures (c2sp.org/tlog-cosignature,
+  type 0x04), what a witness adds: Ed25519 over ``cosignature/v1\ntime <T>\n`` + the text,
+  the line's bytes being ``key id || u64 big-endian T || signature``; key id =
+  SHA-256(name || 0x0A || 0x04 || public key)[:4]. :class:`CosignatureVerifier` checks
+  them, and :meth:`Verifier.from_key` reads both kinds of verifier key.
 """
 
 from __future__ import annotations
@@ -36,20 +43,27 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from troth.core.errors import FormatError, IntegrityError
 
 __all__ = [
+    "COSIGNATURE_V1",
     "ED25519",
+    "CosignatureVerifier",
+    "Cosigner",
     "Note",
     "Signature",
     "Signer",
     "Verifier",
+    "add_signatures",
     "cosign",
+    "cosigned_message",
     "decode",
     "encode",
     "key_id",
     "open_note",
     "sign",
+    "signature_lines",
 ]
 
 ED25519 = 0x01
+COSIGNATURE_V1 = 0x04  # c2sp.org/tlog-cosignature: timestamped Ed25519 cosignatures
 SIGNATURE_PREFIX = "— "  # em dash, space
 MAX_SIGNATURES = 100  # as the reference: a note is not an unbounded list of lines
 _HEX8 = re.compile(r"^[0-9a-f]{8}$")
@@ -104,16 +118,20 @@ class Note:
 class Verifier:
     """An Ed25519 verifier key: checks signatures made by one key name and id."""
 
+    #: The signature type byte of the key (and of its key id).
+    kind = ED25519
+
     def __init__(self, name: str, public_key: bytes) -> None:
         _check_name(name)
         self.name = name
         self.public_key = public_key
-        self.key_id = key_id(name, public_key)
+        self.key_id = key_id(name, public_key, self.kind)
         self._key = Ed25519PublicKey.from_public_bytes(public_key)
 
     @classmethod
     def from_key(cls, vkey: str) -> Verifier:
-        """Parse ``<name>+<hex id>+<base64(0x01 || public key)>``."""
+        """Parse ``<name>+<hex id>+<base64(type || public key)>``: type 0x01 gives a
+        :class:`Verifier`, type 0x04 a :class:`CosignatureVerifier`."""
         parts = vkey.strip().split("+", 2)  # base64 may hold "+" too
         if len(parts) != 3 or not _HEX8.match(parts[1]):
             raise FormatError(
@@ -122,7 +140,10 @@ class Verifier:
                 field="verifier_key",
             )
         name, hex_id, b64 = parts
-        verifier = cls(name, _ed25519(b64, "verifier key"))
+        kind, public = _typed_key(b64, "verifier key")
+        verifier = (
+            CosignatureVerifier(name, public) if kind == COSIGNATURE_V1 else cls(name, public)
+        )
         if verifier.key_id != int(hex_id, 16):
             raise FormatError(
                 f"the verifier key's id {hex_id} does not match its name and key"
@@ -133,7 +154,7 @@ class Verifier:
 
     def to_key(self) -> str:
         """The verifier key string."""
-        encoded = base64.b64encode(bytes([ED25519]) + self.public_key).decode("ascii")
+        encoded = base64.b64encode(bytes([self.kind]) + self.public_key).decode("ascii")
         return f"{self.name}+{self.key_id:08x}+{encoded}"
 
     def verifies(self, text: str, signature: Signature) -> bool:
@@ -147,8 +168,10 @@ class Verifier:
         return True
 
 
-class Signer:
-    """An Ed25519 signing key with its name; keep its key string secret."""
+class _Ed25519Key:
+    """A named Ed25519 private key and its verifier (of the subclass's kind)."""
+
+    verifier_type: type[Verifier] = Verifier
 
     def __init__(self, name: str, seed: bytes) -> None:
         _check_name(name)
@@ -158,8 +181,21 @@ class Signer:
         self._key = Ed25519PrivateKey.from_private_bytes(seed)
         self._seed = seed
         public = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-        self.verifier = Verifier(name, public)
+        self.verifier = self.verifier_type(name, public)
         self.key_id = self.verifier.key_id
+
+    def seed(self) -> bytes:
+        """The 32-byte private seed (secret)."""
+        return self._seed
+
+    def to_key(self) -> str:
+        """The secret key string: ``PRIVATE+KEY+<name>+<hex id>+<base64(type || seed)>``."""
+        encoded = base64.b64encode(bytes([self.verifier.kind]) + self._seed).decode("ascii")
+        return f"PRIVATE+KEY+{self.name}+{self.key_id:08x}+{encoded}"
+
+
+class Signer(_Ed25519Key):
+    """An Ed25519 signing key with its name; keep its key string secret."""
 
     @classmethod
     def generate(cls, name: str) -> Signer:
@@ -186,11 +222,6 @@ class Signer:
             )
         return signer
 
-    def to_key(self) -> str:
-        """The secret signer key string."""
-        encoded = base64.b64encode(bytes([ED25519]) + self._seed).decode("ascii")
-        return f"PRIVATE+KEY+{self.name}+{self.key_id:08x}+{encoded}"
-
     def sign(self, text: str) -> Signature:
         """This key's signature over ``text``."""
         return Signature(self.name, self.key_id, self._key.sign(text.encode("utf-8")))
@@ -205,13 +236,24 @@ def _b64(value: str, what: str) -> bytes:
 
 def _ed25519(value: str, what: str) -> bytes:
     """The 32 key bytes of ``base64(0x01 || key)``."""
-    raw = _b64(value, what)
-    if len(raw) != 33 or raw[0] != ED25519:
+    kind, raw = _typed_key(value, what)
+    if kind != ED25519:
         raise FormatError(
             f"the {what} is not an Ed25519 key (type 0x01 and 32 bytes)",
             field=what.replace(" ", "_"),
         )
-    return raw[1:]
+    return raw
+
+
+def _typed_key(value: str, what: str) -> tuple[int, bytes]:
+    """The type and 32 key bytes of ``base64(type || key)``, type 0x01 or 0x04."""
+    raw = _b64(value, what)
+    if len(raw) != 33 or raw[0] not in (ED25519, COSIGNATURE_V1):
+        raise FormatError(
+            f"the {what} is not an Ed25519 key (type 0x01, or 0x04 for a cosigner, and 32 bytes)",
+            field=what.replace(" ", "_"),
+        )
+    return raw[0], raw[1:]
 
 
 def _check_text(text: str) -> None:
@@ -307,3 +349,95 @@ def open_note(message: bytes, known: Iterable[Verifier]) -> tuple[Note, Sequence
             signed_by=names,
         )
     return note, signed
+
+
+# -- C2SP cosignature/v1 (c2sp.org/tlog-cosignature) ------------------------------------------
+
+COSIGNATURE_HEADER = "cosignature/v1\n"
+_TIMESTAMP = struct.Struct(">Q")
+_MAX_TIMESTAMP = 2**63 - 1
+
+
+def cosigned_message(text: str, timestamp: int) -> bytes:
+    """What a cosignature/v1 signs: the header line, the time line, then the note's text."""
+    if not 0 <= timestamp <= _MAX_TIMESTAMP:
+        raise FormatError("a cosignature's time is a POSIX time between 0 and 2^63 - 1")
+    return f"{COSIGNATURE_HEADER}time {timestamp}\n{text}".encode()
+
+
+class CosignatureVerifier(Verifier):
+    """A witness's cosignature/v1 key (type 0x04): checks its timestamped cosignatures."""
+
+    kind = COSIGNATURE_V1
+
+    def verifies(self, text: str, signature: Signature) -> bool:
+        """True when ``signature`` is this key's cosignature/v1 over ``text``."""
+        if (signature.name, signature.key_id) != (self.name, self.key_id):
+            return False
+        blob = signature.signature
+        if len(blob) != _TIMESTAMP.size + 64:
+            return False
+        (timestamp,) = _TIMESTAMP.unpack(blob[: _TIMESTAMP.size])
+        if timestamp > _MAX_TIMESTAMP or len(text.split("\n")) < 4:
+            return False
+        try:
+            self._key.verify(blob[_TIMESTAMP.size :], cosigned_message(text, timestamp))
+        except InvalidSignature:
+            return False
+        return True
+
+    @staticmethod
+    def timestamp(signature: Signature) -> int:
+        """The POSIX time a cosignature/v1 says it was made at."""
+        return int(_TIMESTAMP.unpack(signature.signature[: _TIMESTAMP.size])[0])
+
+
+class Cosigner(_Ed25519Key):
+    """A witness's Ed25519 key making cosignature/v1 signatures; keep its key string secret.
+
+    Not a :class:`Signer`: the spec keeps a cosigner's key to cosignatures."""
+
+    verifier_type = CosignatureVerifier
+
+    @classmethod
+    def generate(cls, name: str) -> Cosigner:
+        """A new random key."""
+        return cls(name, Signer.generate(name).seed())
+
+    @classmethod
+    def from_key(cls, skey: str) -> Cosigner:
+        """Parse ``PRIVATE+KEY+<name>+<hex id>+<base64(0x04 || seed)>``."""
+        parts = skey.strip().split("+", 4)
+        if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"] or not _HEX8.match(parts[3]):
+            raise FormatError(
+                "a cosigner key reads PRIVATE+KEY+<name>+<8 hex digits>+<base64 key>",
+                field="signer_key",
+            )
+        kind, seed = _typed_key(parts[4], "cosigner key")
+        cosigner = cls(parts[2], seed)
+        if kind != COSIGNATURE_V1 or cosigner.key_id != int(parts[3], 16):
+            raise FormatError(
+                f"the cosigner key's type or id {parts[3]} does not match a cosignature/v1"
+                " key of its name",
+                field="signer_key",
+            )
+        return cosigner
+
+    def cosign(self, text: str, timestamp: int) -> Signature:
+        """This key's cosignature/v1 over a checkpoint's text, made at ``timestamp``."""
+        _check_text(text)
+        signed = self._key.sign(cosigned_message(text, timestamp))
+        return Signature(self.name, self.key_id, _TIMESTAMP.pack(timestamp) + signed)
+
+
+def add_signatures(message: bytes, lines: Sequence[Signature]) -> bytes:
+    """The note with these signature lines added (a line it already carries is kept once)."""
+    note = decode(message)
+    held = set(note.signatures)
+    extra = tuple(s for s in lines if s not in held)
+    return encode(Note(note.text, note.signatures + extra))
+
+
+def signature_lines(block: bytes) -> list[Signature]:
+    """Parse a block of signature lines alone (a witness's answer), each ending in newline."""
+    return list(decode(b"x\n\n" + block).signatures)

@@ -17,14 +17,17 @@ import hashlib
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from troth.core.errors import FormatError, InvalidInputError
-from troth.formats.note import Signer, Verifier
+from troth.formats.note import Cosigner, Signer, Verifier
 
-__all__ = ["TRUSTED_KEYS", "KeyStore"]
+__all__ = ["TRUSTED_KEYS", "CosignerKey", "KeyStore"]
 
 TRUSTED_KEYS = "trusted.keys"
+K = TypeVar("K")
 
 
 def default_key_name(seed: bytes) -> str:
@@ -48,23 +51,14 @@ class KeyStore:
         """The signing key; made on first use when ``create`` (None when absent otherwise)."""
         if not self.path.exists():
             return self._create(name) if create else None
-        mode = stat.S_IMODE(self.path.stat().st_mode)
-        if mode & 0o077:
-            raise InvalidInputError(
-                f"the signing key {self.path} can be read by others (mode {mode:04o});"
-                f" run: chmod 600 {self.path}",
-                path=str(self.path),
-            )
-        try:
-            return Signer.from_key(self.path.read_text(encoding="utf-8"))
-        except (FormatError, UnicodeDecodeError) as exc:
-            raise InvalidInputError(
-                f"the signing key {self.path} is not a signer key"
-                " (PRIVATE+KEY+<name>+<id>+<key>); restore it from its backup, or move it"
-                " aside to make a new one (earlier checkpoints then need its verifier key"
-                f" in {self.trusted_path})",
-                path=str(self.path),
-            ) from exc
+        return read_key_file(
+            self.path,
+            "signing key",
+            Signer.from_key,
+            "a signer key (PRIVATE+KEY+<name>+<id>+<key>); restore it from its backup, or"
+            " move it aside to make a new one (earlier checkpoints then need its verifier"
+            f" key in {self.trusted_path})",
+        )
 
     def verifier_keys(self) -> list[Verifier]:
         """The keys whose checkpoints this installation trusts: its own, then trusted.keys."""
@@ -100,21 +94,73 @@ class KeyStore:
     def _write_new(self, name: str | None) -> Signer:
         seed = secrets.token_bytes(32)
         signer = Signer(name or default_key_name(seed), seed)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(signer.to_key() + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            # A hard link appears whole or not at all, and fails if the key exists: two
-            # processes making the key at once both keep the first one's.
-            os.link(temporary, self.path)
-        except FileExistsError:
+        if not write_key_file(self.path, signer.to_key()):
             made = self.signer(create=False)
             assert made is not None  # it exists: another process has just made it
             return made
-        finally:
-            temporary.unlink(missing_ok=True)
         return signer
+
+
+def read_key_file(path: Path, what: str, parse: Callable[[str], K], expected: str) -> K:
+    """A secret key file read and parsed, refused while others can read it."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise InvalidInputError(
+            f"the {what} {path} can be read by others (mode {mode:04o}); run: chmod 600 {path}",
+            path=str(path),
+        )
+    try:
+        return parse(path.read_text(encoding="utf-8"))
+    except (FormatError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"the {what} {path} is not {expected}", path=str(path)) from exc
+
+
+def write_key_file(path: Path, key: str) -> bool:
+    """Write a new secret key file (mode 0600, fsynced); False when one exists already."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(key + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        # A hard link appears whole or not at all, and fails if the key exists: two
+        # processes making the key at once both keep the first one's.
+        os.link(temporary, path)
+    except FileExistsError:
+        return False
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
+
+
+class CosignerKey:
+    """A witness's cosignature/v1 key in a file of its own (mode 0600), made on first use."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def cosigner(self, name: str | None = None) -> Cosigner:
+        """The key; made with ``name`` (default ``troth.local/witness/<8 hex>``) if absent."""
+        if not self.path.exists():
+            seed = secrets.token_bytes(32)
+            public = Cosigner("troth.local/witness", seed).verifier.public_key
+            made = Cosigner(
+                name or f"troth.local/witness/{hashlib.sha256(public).hexdigest()[:8]}", seed
+            )
+            try:
+                if write_key_file(self.path, made.to_key()):
+                    return made
+            except OSError as exc:
+                raise InvalidInputError(
+                    f"cannot make the witness key {self.path} ({exc.strerror or exc});"
+                    " make its folder writable, or name another file with --key",
+                    path=str(self.path),
+                ) from exc
+        return read_key_file(
+            self.path,
+            "witness key",
+            Cosigner.from_key,
+            "a cosigner key (PRIVATE+KEY+<name>+<id>+<key>, type 0x04); restore it from its backup",
+        )

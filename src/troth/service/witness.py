@@ -1,32 +1,49 @@
 """Witnesses: places outside the store that keep the newest signed checkpoint of each log.
 
 A witness answers two questions: what is the newest checkpoint you hold for this origin
-(:meth:`DirectoryWitness.latest`), and will you take this newer one
-(:meth:`DirectoryWitness.submit`)? It takes a checkpoint only when the key that signs the
-ledger's checkpoints signed it and a consistency proof shows that it extends the one held,
-so a store that was rolled back or rewritten cannot move its witness back with it.
+(``latest``), and will you take this newer one (``take``, given a way to prove the new tree
+consistent with the one the witness holds)? It takes a checkpoint only when the key that
+signs the ledger's checkpoints signed it and a consistency proof shows that it extends the
+one held, so a store that was rolled back or rewritten cannot move its witness back with it.
 
-:class:`DirectoryWitness` is a folder — by default in the user's configuration directory,
-or another disk or a mounted share the operator names — holding one file per origin, each
-the signed note itself, replaced atomically.
+- :class:`DirectoryWitness` is a folder — by default in the user's configuration directory,
+  or another disk or a mounted share the operator names — holding one file per origin, each
+  the signed note itself, replaced atomically.
+- ``HTTPWitness`` (:mod:`troth.service.witness_client`) is a C2SP tlog-witness that adds its
+  cosignature; :class:`Witness` is what the sealer needs of either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import secrets
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from troth.core import merkle
 from troth.core.errors import ConflictError, IntegrityError, StorageError
 from troth.formats import note, tlog
 
-__all__ = ["DirectoryWitness", "Witnessed", "entries", "open_checkpoint"]
+__all__ = [
+    "DirectoryWitness",
+    "Prover",
+    "Witness",
+    "Witnessed",
+    "entries",
+    "folder_lock",
+    "open_checkpoint",
+    "replace_file",
+]
+
+#: Given the size of the tree a witness holds, the consistency proof from it to the new tree
+#: (None when the witness holds a larger tree than the new one, which it then refuses).
+Prover = Callable[[int], Sequence[bytes] | None]
 
 SUFFIX = ".checkpoint"
 LOCK_NAME = ".lock"
@@ -53,6 +70,69 @@ def open_checkpoint(data: bytes, verifiers: Sequence[note.Verifier]) -> Witnesse
     return Witnessed("", tlog.decode(opened.text), data, tuple(v.name for v in by))
 
 
+class Witness(Protocol):
+    """What the sealer needs of a witness, a folder or an HTTP service."""
+
+    def where(self, origin: str) -> str:
+        """Where the witness keeps ``origin``'s checkpoint, as the sentences name it."""
+        ...
+
+    def origins(self, prefix: str) -> list[str]:
+        """The origins starting with ``prefix`` the witness can list (none, if it cannot)."""
+        ...
+
+    def latest(self, origin: str) -> bytes | None:
+        """The newest checkpoint note the witness holds for ``origin``."""
+        ...
+
+    def take(
+        self,
+        signed: bytes,
+        prove: Prover,
+        verifiers: Sequence[note.Verifier],
+        held_hint: int | None = None,
+    ) -> Witnessed:
+        """Hand the witness a new checkpoint; what it answers, its cosignatures included.
+
+        ``held_hint`` is the size the caller believes the witness holds (it saves an HTTP
+        witness a round trip)."""
+        ...
+
+
+@contextmanager
+def folder_lock(path: Path) -> Iterator[None]:
+    """Hold a folder's lock (a ``.lock`` file in it, made with the folder if need be)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(path / LOCK_NAME, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def replace_file(
+    target: Path, data: bytes, *, durable: bool = True, sync_folder: bool = True
+) -> None:
+    """Replace a file atomically: the old bytes or the new ones, never half of them; when
+    ``durable``, the new file is fsynced before it replaces the old one, and the folder
+    after it (unless ``sync_folder`` is False: the rename may then be lost in a crash)."""
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.replace(temporary, target)
+    if not (durable and sync_folder):
+        return
+    directory = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
 class DirectoryWitness:
     """A folder holding the newest signed checkpoint of each origin, one file each."""
 
@@ -65,6 +145,20 @@ class DirectoryWitness:
     def file_for(self, origin: str) -> Path:
         """The file that holds ``origin``'s newest checkpoint."""
         return self.path / (urllib.parse.quote(origin, safe="") + SUFFIX)
+
+    def where(self, origin: str) -> str:
+        """The file's path, as the sentences name it."""
+        return str(self.file_for(origin))
+
+    def take(
+        self,
+        signed: bytes,
+        prove: Prover,
+        verifiers: Sequence[note.Verifier],
+        held_hint: int | None = None,
+    ) -> Witnessed:
+        """:meth:`submit`, the proof made from the size held, read under the folder's lock."""
+        return self._guarded(open_checkpoint(signed, verifiers), prove, verifiers)
 
     def origins(self, prefix: str) -> list[str]:
         """Every origin this witness holds that starts with ``prefix``."""
@@ -101,9 +195,13 @@ class DirectoryWitness:
         caller makes it for the held size, which it reads with :meth:`latest`). A checkpoint
         equal to the one held is a no-op.
         """
-        new = open_checkpoint(signed, verifiers)
+        return self._guarded(open_checkpoint(signed, verifiers), lambda _: consistency, verifiers)
+
+    def _guarded(
+        self, new: Witnessed, prove: Prover, verifiers: Sequence[note.Verifier]
+    ) -> Witnessed:
         try:
-            return self._take(new, consistency, verifiers)
+            return self._take(new, prove, verifiers)
         except OSError as exc:
             raise StorageError(
                 f"the witness folder {self.path} cannot be written ({exc.strerror or exc});"
@@ -114,7 +212,7 @@ class DirectoryWitness:
     def _take(
         self,
         new: Witnessed,
-        consistency: Sequence[bytes] | None,
+        prove: Prover,
         verifiers: Sequence[note.Verifier],
     ) -> Witnessed:
         signed = new.note
@@ -123,23 +221,24 @@ class DirectoryWitness:
             held_bytes = self.latest(origin)
             if held_bytes is not None:
                 held = open_checkpoint(held_bytes, verifiers).checkpoint
+                consistency = prove(held.size) if held.size <= new.checkpoint.size else None
                 self._check_extends(held, new.checkpoint, consistency)
                 if held == new.checkpoint:
-                    return Witnessed(str(self.file_for(origin)), held, held_bytes, new.signed_by)
-            self._write(self.file_for(origin), signed)
+                    # The same tree: keep every signature either note carries (a cosigned
+                    # note after a plain one, or the other way round, loses none).
+                    merged = note.add_signatures(held_bytes, note.decode(signed).signatures)
+                    if merged != held_bytes:
+                        replace_file(self.file_for(origin), merged, sync_folder=False)
+                    return Witnessed(str(self.file_for(origin)), held, merged, new.signed_by)
+            # The file is fsynced before it replaces the old one; the folder is not: after a
+            # crash the witness may hold the checkpoint before, which the store extends.
+            replace_file(self.file_for(origin), signed, sync_folder=False)
         return Witnessed(str(self.file_for(origin)), new.checkpoint, signed, new.signed_by)
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
         """Hold the folder's lock: two processes sealing at once must not let the older
         checkpoint land last (each checks against what the other wrote)."""
-        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.path / LOCK_NAME, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        return folder_lock(self.path)
 
     def _check_extends(
         self, held: tlog.Checkpoint, new: tlog.Checkpoint, proof: Sequence[bytes] | None
@@ -165,17 +264,3 @@ class DirectoryWitness:
                 witnessed=held.size,
                 size=new.size,
             )
-
-    def _write(self, target: Path, data: bytes) -> None:
-        """Replace the file atomically: the old note or the new one, never half of one."""
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}")
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-        directory = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
