@@ -119,7 +119,9 @@ class WriteIn(BaseModel):
         default_factory=list, max_length=MAX_TAGS
     )
     channel: Channel | None = Field(
-        None, description="default: user for a person's own token, synthesis for an agent"
+        None,
+        description="default: the channel the token was made with (user for a person's own,"
+        " synthesis for an agent); a weaker one may be named, never a stronger one",
     )
     sensitivity: Literal["normal", "sensitive"] | None = None
     importance: float | None = Field(None, ge=0, le=1)

@@ -173,11 +173,13 @@ Limit = Annotated[
 Offset = Annotated[
     int, Field(ge=0, le=MAX_LIST_OFFSET, description="How many to skip, for the next page.")
 ]
+#: An agent writes as itself or relays a tool; never ``internal`` nor ``user``, which no agent
+#: credential holds (core.access.AGENT_CHANNELS; the grant refuses a stronger one anyway).
 Channel = Annotated[
-    Literal["synthesis", "tool", "internal"] | None,
+    Literal["synthesis", "tool"] | None,
     Field(
-        description="synthesis: you inferred it (the default); tool: a tool said it;"
-        " internal: the system itself."
+        description="synthesis: you inferred it (the default for an agent); tool: a tool said"
+        " it. Default: the channel your credential was made with."
     ),
 ]
 Reason = Annotated[
