@@ -325,6 +325,96 @@ def test_the_policys_sentence_for_a_person_writing_for_another_never_offers_user
     alice = facade(any_store)
     with pytest.raises(PolicyDeniedError) as wrong:
         alice.policy.check_channel(actor=BOB, owner=ALICE, channel="user")
-    offered = wrong.value.message.split("may use ", 1)[1]
+    offered = wrong.value.message.rsplit("may use ", 1)[1]
     assert "user" not in offered.split(", ")
     assert "internal" in offered
+
+
+# -- destructive acts by agents wait for the person ----------------------------------------
+
+
+def test_an_agents_forget_in_the_library_is_a_request_the_person_approves(
+    any_store: Store,
+) -> None:
+    alice = facade(any_store, clock=StepClock())
+    kept = alice.remember(PLAIN)
+    request = alice.forget(kept.id, actor=AGENT, owner=ALICE, reason="she said she stopped drinking tea")
+    assert request.status == "proposed"
+    assert request.id != kept.id
+    assert PLAIN not in request.content
+    assert alice.get(kept.id).status == "active"
+    assert [h.memory.id for h in alice.recall("green tea")] == [kept.id]
+    done = alice.approve(request.id)
+    assert done.status == "active"
+    assert not done.retrievable  # the request itself is never served
+    gone = alice.get(kept.id)
+    assert gone.status == "forgotten"
+    assert gone.audit[-1].actor == ALICE
+    assert request.id in (gone.audit[-1].note or "")
+    assert alice.recall("green tea") == []
+    assert alice.verify(ALICE)[0].ok
+
+
+def test_an_agents_redact_is_a_request_and_a_rejected_one_changes_nothing(
+    any_store: Store,
+) -> None:
+    alice = facade(any_store, clock=StepClock())
+    kept = alice.remember(PLAIN)
+    request = alice.redact(kept.id, actor=AGENT, owner=ALICE, reason="erase it")
+    assert request.status == "proposed"
+    alice.reject(request.id)
+    assert alice.get(kept.id).content == PLAIN
+    again = alice.redact(kept.id, actor=AGENT, owner=ALICE, reason="erase it now")
+    alice.approve(again.id)
+    erased = alice.get(kept.id)
+    assert erased.redacted
+    assert erased.content == ""
+    assert alice.verify(ALICE)[0].ok
+
+
+def test_the_person_forgets_at_once_and_the_policy_file_can_let_an_agent(
+    any_store: Store,
+) -> None:
+    from troth.config import default_policy_document, merge
+    from troth.core.policy import Policy
+
+    alice = facade(any_store, clock=StepClock())
+    own = alice.remember(PLAIN)
+    assert alice.forget(own.id).status == "forgotten"
+    trusting = Policy.from_document(
+        merge(default_policy_document(), {"destructive": {"at_once": ["self", "agent"]}})
+    )
+    lenient = facade(any_store, clock=StepClock(), policy=trusting)
+    other = lenient.remember("Alice parks on level two")
+    assert lenient.forget(other.id, actor=AGENT, owner=ALICE).status == "forgotten"
+
+
+def test_an_agents_forget_over_http_and_mcp_waits_for_the_person(served: Served) -> None:
+    agent = served.memory.tokens.create(AGENT, ["memory:read", "memory:write"], on_behalf_of=ALICE)
+    asked = served.client.post(
+        f"/api/memories/{served.plain_id}/forget", json={}, headers=bearer(agent.token)
+    )
+    assert asked.status_code == 200
+    request = asked.json()
+    assert request["status"] == "proposed"
+    assert served.memory.get(served.plain_id).status == "active"
+    grant = served.memory.tokens.authenticate(agent.token)
+
+    async def over_mcp() -> Any:
+        async with Client(create_mcp(served.memory, stdio_grant=grant)) as client:
+            return await client.call_tool("memory.forget", {"id": served.plain_id})
+
+    answer = anyio.run(over_mcp)
+    assert not answer.is_error
+    assert answer.structured_content["status"] == "proposed"
+    assert served.memory.get(served.plain_id).status == "active"
+    # The agent cannot approve its own request; the person does, through the review flow.
+    refused = served.client.post(
+        f"/api/memories/{request['id']}/approve", json={}, headers=bearer(agent.token)
+    )
+    assert refused.status_code == 403
+    approved = served.client.post(
+        f"/api/memories/{request['id']}/approve", json={}, headers=bearer(served.alice)
+    )
+    assert approved.status_code == 200
+    assert served.memory.get(served.plain_id).status == "forgotten"

@@ -142,8 +142,10 @@ MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory.forget",
         "Forget a memory",
-        "Forget a memory at once, when the person asks you to: it leaves every search and brief"
-        " immediately and its text is no longer shown. Forgetting cannot be undone.",
+        "Ask to forget a memory, when the person wants it gone. Forgetting is the person's"
+        " decision: your call writes a request (status proposed, its own id) that the person"
+        " approves or rejects; once approved the memory leaves every search and brief and its"
+        " text is no longer shown. Returns the request's id and status.",
         read_only=False,
         destructive=True,
     ),

@@ -114,6 +114,7 @@ class Policy:
     minor_detector: Detector | None = looks_like_minor
     health_detector: Detector | None = looks_like_health
     source: Mapping[str, Any] = field(default_factory=dict)
+    destroy_at_once: tuple[str, ...] = ("self", "service")
 
     @classmethod
     def from_document(
@@ -174,6 +175,20 @@ class Policy:
             minor_detector=looks_like_minor if detectors.get("minors", True) else None,
             health_detector=looks_like_health if detectors.get("health", True) else None,
             source=document,
+            destroy_at_once=_choices(
+                _table(document, "destructive").get("at_once", ["self", "service"]),
+                ("self", "human", "agent", "org", "service"),
+                "destructive.at_once",
+            ),
+        )
+
+    def destroys_at_once(self, *, actor: str, owner: str) -> bool:
+        """Whether ``actor`` may forget or redact ``owner``'s memory at once; anyone else's
+        forget or redact is a request the person approves (``[destructive] at_once``)."""
+        kind = principal_kind(actor)
+        writer = "self" if kind == "human" and actor == owner else kind
+        return writer in self.destroy_at_once or (
+            writer == "self" and "human" in self.destroy_at_once
         )
 
     def allowed_channels(self, *, actor: str, owner: str) -> tuple[str, ...]:

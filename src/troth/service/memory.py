@@ -48,6 +48,7 @@ from troth.service.integrity import OwnerReport
 from troth.service.migration import MigrationReport
 from troth.service.portability import ExportResult, ImportReport
 from troth.service.recall import Query, RecallHit
+from troth.service.requests import request_of
 from troth.service.tokens import Tokens
 from troth.storage.base import MemoryFilter, Store
 
@@ -272,9 +273,12 @@ class Memory:
         owner: str | None = None,
         note: str | None = None,
     ) -> MemoryRecord:
-        """A person approves a proposed memory; it becomes active and retrievable."""
-        whose = self.as_actor(actor).memory(memory_id, owner).owner
-        return self.parts.changes.approve(memory_id, actor=actor, owner=whose, note=note)
+        """A person approves a proposed memory; it becomes active and retrievable. Approving
+        a request to forget or redact (``service/requests.py``) carries the act out."""
+        found = self.as_actor(actor).memory(memory_id, owner)
+        if request_of(found) is not None and found.status == "proposed":
+            return self.parts.requests.carry_out(found, actor=actor, note=note)
+        return self.parts.changes.approve(memory_id, actor=actor, owner=found.owner, note=note)
 
     def reject(
         self,
@@ -308,16 +312,28 @@ class Memory:
         owner: str | None = None,
         reason: str = FORGET_REASON,
     ) -> MemoryRecord:
-        """Forget a memory at once: a tombstone; its bytes stay until redacted."""
-        whose = self.as_actor(actor).memory(memory_id, owner).owner
-        return self.parts.changes.forget(memory_id, actor=actor, owner=whose, reason=reason)
+        """Forget a memory at once: a tombstone; its bytes stay until redacted. Anyone the
+        policy does not let destroy at once (an agent) gets a request the person approves
+        (``service/requests.py``): the proposed request is returned."""
+        found = self.as_actor(actor).memory(memory_id, owner)
+        if self.parts.requests.must_ask("forget", actor=actor, owner=found.owner):
+            return self._ask("forget", found, actor, reason)
+        return self.parts.changes.forget(memory_id, actor=actor, owner=found.owner, reason=reason)
+
+    def _ask(self, act: str, target: MemoryRecord, actor: str | None, reason: str) -> MemoryRecord:
+        who = actor or self.principal
+        behalf = target.owner if who != target.owner else None
+        return self.parts.requests.ask(act, target, actor=who, reason=reason, on_behalf_of=behalf)
 
     def redact(
         self, memory_id: str, *, reason: str, actor: str | None = None, owner: str | None = None
     ) -> MemoryRecord:
-        """Erase a memory's text from every byte the store keeps; the chain still verifies."""
-        whose = self.as_actor(actor).memory(memory_id, owner).owner
-        return self.parts.changes.redact(memory_id, reason=reason, actor=actor, owner=whose)
+        """Erase a memory's text from every byte the store keeps; the chain still verifies.
+        As for :meth:`forget`, an agent's redaction is a request the person approves."""
+        found = self.as_actor(actor).memory(memory_id, owner)
+        if self.parts.requests.must_ask("redact", actor=actor, owner=found.owner):
+            return self._ask("redact", found, actor, reason)
+        return self.parts.changes.redact(memory_id, reason=reason, actor=actor, owner=found.owner)
 
     def sweep(self, *, now: datetime | None = None, owner: str | None = None) -> list[MemoryRecord]:
         """Expire what retention says is over (ttl, PCP expires) and erase its text."""
