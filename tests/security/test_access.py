@@ -338,7 +338,9 @@ def test_an_agents_forget_in_the_library_is_a_request_the_person_approves(
 ) -> None:
     alice = facade(any_store, clock=StepClock())
     kept = alice.remember(PLAIN)
-    request = alice.forget(kept.id, actor=AGENT, owner=ALICE, reason="she said she stopped drinking tea")
+    request = alice.forget(
+        kept.id, actor=AGENT, owner=ALICE, reason="she said she stopped drinking tea"
+    )
     assert request.status == "proposed"
     assert request.id != kept.id
     assert PLAIN not in request.content

@@ -155,7 +155,8 @@ class Grant:
             )
         if named is None:
             raise InvalidInputError(
-                f"{self.principal} is not a person; say whose memory this is with owner=human:NAME",
+                f"{self.principal} is not a person; say whose memory this is with"
+                " owner=human:NAME (--owner on the command line)",
                 field="owner",
             )
         whose = check_principal(named, "owner")
