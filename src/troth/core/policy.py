@@ -219,7 +219,7 @@ class Policy:
             )
         if channel == "internal" and kind not in ("human", "service"):
             raise PolicyDeniedError(
-                f"a {kind} principal may not write through the internal channel: it is the"
+                f"{actor} may not write through the internal channel: it is the"
                 " installation's own components' (service principals); use"
                 f" {', '.join(allowed) or 'none'}",
                 actor=actor,

@@ -32,9 +32,12 @@ __all__ = ["EXPORT", "READ", "WRITE", "Access"]
 class Access:
     """One grant applied to one store: the decision every verb of the facade goes through."""
 
-    def __init__(self, store: Store, grant: Grant) -> None:
+    def __init__(self, store: Store, grant: Grant, *, default: str | None = None) -> None:
         self.store = store
         self.grant = grant
+        # The person an agent acts for when a call names no owner: the person whose facade
+        # relays the agent's call (``Memory.as_actor``); None elsewhere.
+        self.default = default
 
     def require(self, scope: str, action: str) -> None:
         """Refuse unless the grant holds ``scope`` (a sentence naming it)."""
@@ -42,7 +45,7 @@ class Access:
 
     def owner(self, named: str | None) -> str:
         """The ledger a call acts on (the one named, if the grant reaches it)."""
-        return self.grant.owner_for(named)
+        return self.grant.owner_for(self.default if named is None else named)
 
     def memory(self, memory_id: str, owner: str | None = None) -> MemoryRecord:
         """The memory ``memory_id`` names for this caller: in a ledger it reaches and one it

@@ -36,9 +36,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from troth.core.access import READ, WRITE, Grant, library_grant
+from troth.core.access import NAMED, READ, WRITE, Grant, library_grant
 from troth.core.policy import Decision, Justification, Policy
-from troth.core.records import MemoryRecord
+from troth.core.records import MemoryRecord, principal_kind
 from troth.service.access import Access
 from troth.service.base import Clock, utc_now
 from troth.service.changes import FORGET_REASON
@@ -107,7 +107,11 @@ class Memory:
         whatever a call says (``acting_as``)."""
         if self.held or actor is None or actor == self.principal:
             return self.access
-        return Access(self.store, library_grant(actor))
+        grant = library_grant(actor)
+        # An agent relayed through a person's facade acts for that person unless it names
+        # another; a person's own facade never lends them another's ledger.
+        person = self.principal if principal_kind(self.principal) == "human" else None
+        return Access(self.store, grant, default=person if grant.reach == NAMED else None)
 
     # -- opening and closing ----------------------------------------------------------
 
