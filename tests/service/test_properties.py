@@ -561,7 +561,7 @@ def test_tampering_with_an_exported_file_is_found_at_the_right_line(
     owner = data.draw(st.sampled_from([ALICE, "human:bob"]))
     # The file an export would write, made without the export (which would append its audit
     # event and so change the ledger between examples).
-    lines = personaxis.decode(personaxis.encode([r.entry for r in ledger.log(owner)]))
+    lines = personaxis.decode(personaxis.encode([r.entry for r in ledger.store.records(owner)]))
     n = len(lines)
     kind = data.draw(st.sampled_from(["field", "field", "delete", "swap", "duplicate", "insert"]))
     if kind == "field":
