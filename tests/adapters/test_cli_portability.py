@@ -184,7 +184,7 @@ def test_another_persons_import_is_refused(source: Path, tmp_path: Path) -> None
     before = tip(source)
     result = invoke(source, "import", str(out), "--owner", ALICE, who=BOB)
     assert result.exit_code == EXIT_BAD_INPUT
-    assert "only human:alice" in said(result)
+    assert "human:bob acts on human:bob's ledger only" in said(result)
     assert tip(source) == before
 
 

@@ -412,8 +412,11 @@ def test_every_tool_does_what_it_says(ledger: Ledger) -> None:
         statuses = {m["status"] for m in listed["memories"]}
         assert statuses == {"proposed", "active"}  # no tombstone
         assert secret["id"] not in {m["id"] for m in listed["memories"]}
-        gone = await call(client, "memory.forget", {"id": tea.id, "reason": "asked to"})
-        assert gone == {"id": tea.id, "status": "forgotten"}
+        # An agent's forget is a request the person approves (docs/api.md, "Access").
+        asked = await call(client, "memory.forget", {"id": tea.id, "reason": "asked to"})
+        assert asked["status"] == "proposed"
+        assert asked["id"] != tea.id
+        ledger.memory.approve(asked["id"], actor=ALICE, owner=ALICE)
         await refused(client, "memory.forget", {"id": tea.id}, "conflict")
         assert tea.id not in {m["id"] for m in (await call(client, "memory.list", {}))["memories"]}
         tombstones = await call(client, "memory.list", {"status": "forgotten"})

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import StepClock
 from troth.core import chain
-from troth.core.errors import PolicyDeniedError
+from troth.core.errors import NotFoundError, PolicyDeniedError
 from troth.formats import personaxis
 from troth.service.memory import Memory
 
@@ -59,22 +59,22 @@ def test_may_justify_needs_active_memories_and_at_least_one(memory: Memory) -> N
 
 
 def test_nobody_approves_their_own_proposal_unless_they_are_the_human_owner(memory: Memory) -> None:
-    by_bob = memory.remember("Alice likes jazz", actor="human:bob", owner=ALICE, channel="internal")
+    # Another person reaches no one's ledger but their own (docs/api.md, "Access").
+    with pytest.raises(PolicyDeniedError, match="acts on human:bob's ledger only"):
+        memory.remember("Alice likes jazz", actor="human:bob", owner=ALICE, channel="internal")
     by_agent = memory.remember(
         "Alice likes jazz", actor="agent:bot", owner=ALICE, channel="synthesis"
     )
     own = memory.remember("my blood pressure is fine", topic="health")
-    assert own.status == by_bob.status == by_agent.status == "proposed"
+    assert own.status == by_agent.status == "proposed"
     tip = memory.store.tip(ALICE)
-    with pytest.raises(PolicyDeniedError, match=r"proposed memory .* and cannot approve it"):
-        memory.approve(by_bob.id, actor="human:bob")
     with pytest.raises(PolicyDeniedError, match="only a person"):
         memory.approve(by_agent.id, actor="agent:bot")
-    with pytest.raises(PolicyDeniedError, match="only human:alice"):
+    with pytest.raises(NotFoundError, match="no memory"):
         memory.reject(by_agent.id, actor="human:bob")
     assert memory.store.tip(ALICE) == tip
     assert memory.approve(own.id).status == "active"  # the human owner, her own proposal
-    assert memory.approve(by_bob.id).status == "active"
+    assert memory.approve(by_agent.id).status == "active"
 
 
 # -- retention ----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from tests.conftest import SHARED, StepClock
 from tests.pg import TestServer
 from troth.config import load_policy
 from troth.core import chain
-from troth.core.errors import ConflictError, PolicyDeniedError
+from troth.core.errors import ConflictError, NotFoundError, PolicyDeniedError
 from troth.formats import personaxis
 from troth.service.memory import Memory
 from troth.storage.base import Store
@@ -116,7 +116,9 @@ def run(memory: Memory, clock: StepClock, ops: list[tuple[Any, ...]]) -> None:
                     memory.forget(target, actor=actor)
                 else:
                     memory.redact(target, reason="erasure request", actor=actor)
-        except (ConflictError, PolicyDeniedError):
+        except (ConflictError, PolicyDeniedError, NotFoundError):
+            # NotFoundError: the access authority's answer to a memory beyond the actor's
+            # reach (bob in alice's ledger, an agent and a sensitive memory).
             assert memory.store.tip(ALICE) == before
 
 
@@ -559,7 +561,7 @@ def test_tampering_with_an_exported_file_is_found_at_the_right_line(
     owner = data.draw(st.sampled_from([ALICE, "human:bob"]))
     # The file an export would write, made without the export (which would append its audit
     # event and so change the ledger between examples).
-    lines = personaxis.decode(personaxis.encode([r.entry for r in ledger.log(owner)]))
+    lines = personaxis.decode(personaxis.encode([r.entry for r in ledger.store.records(owner)]))
     n = len(lines)
     kind = data.draw(st.sampled_from(["field", "field", "delete", "swap", "duplicate", "insert"]))
     if kind == "field":

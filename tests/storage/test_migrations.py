@@ -59,9 +59,11 @@ def test_a_sqlite_file_of_the_original_schema_is_migrated_and_keeps_its_data(
         SQLiteStore(path), policy=load_policy(None), principal=ALICE, clock=StepClock()
     ) as memory:
         memory.remember("written at version 2")
-    # Back to version 1 (the index the later migrations made dropped), then opened again.
+    # Back to version 1 (the index and the token channel the later migrations made
+    # dropped), then opened again.
     db = sqlite3.connect(str(path))
     db.execute("DROP INDEX tokens_principal")
+    db.execute("ALTER TABLE tokens DROP COLUMN channel")
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.commit()
     db.close()

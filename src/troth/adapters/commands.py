@@ -24,7 +24,7 @@ from troth.core.access import (
     SENSITIVE_READ,
     check_grant,
 )
-from troth.core.records import principal_kind
+from troth.core.records import CHANNELS, principal_kind
 from troth.service.schedule import SealingSchedule
 from troth.service.sealing import Sealer
 from troth.service.tokens import DEFAULT_EXPIRY
@@ -68,6 +68,13 @@ def token() -> None:
     help="never, a duration (30m, 12h, 90d, 2w) or a UTC time.",
 )
 @click.option("--label", help="A note to recognise the token by (device, client).")
+@click.option(
+    "--channel",
+    type=click.Choice(CHANNELS),
+    help="The channel every write with the token goes through, fixed for its life (default:"
+    " user for a person, synthesis for an agent, internal for a service; an agent may take"
+    " tool, never internal).",
+)
 @json_option
 @click.pass_obj
 def token_create(
@@ -77,6 +84,7 @@ def token_create(
     scopes: str | None,
     expires: str,
     label: str | None,
+    channel: str | None,
     as_json: bool,
 ) -> None:
     """Create a token; the secret is printed once and only its hash is stored."""
@@ -87,6 +95,7 @@ def token_create(
             on_behalf_of=on_behalf_of,
             expires=expires,
             label=label,
+            channel=channel,
         )
         if ctx.as_json:
             click.echo(json.dumps(issued.to_dict(), ensure_ascii=False, indent=2))
@@ -96,7 +105,8 @@ def token_create(
             click.echo(
                 f"id {record.token_id}, {record.principal}"
                 + (f" for {record.on_behalf_of}" if record.on_behalf_of else "")
-                + f", scopes {','.join(record.scopes)}, expires {record.expires_at or 'never'}",
+                + f", scopes {','.join(record.scopes)}, channel {record.channel},"
+                f" expires {record.expires_at or 'never'}",
                 err=True,
             )
 

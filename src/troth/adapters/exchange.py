@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,10 @@ from troth.adapters.console import (
     styled,
     with_json,
 )
+from troth.config import DATABASE_NAME, build_memory
+from troth.core.errors import NotFoundError
+from troth.service.memory import Memory
+from troth.service.migration import MigrationReport
 
 
 @click.command()
@@ -37,27 +44,23 @@ from troth.adapters.console import (
     required=True,
     help="Where to copy: postgresql://…, sqlite:///PATH or a file path.",
 )
+@click.option(
+    "--from",
+    "source",
+    help="Where to copy from: postgresql://…, sqlite:///PATH or a file path (default: the"
+    " embedded ledger in the data directory; never TROTH_DATABASE_URL, which may well be the"
+    " destination).",
+)
 @json_option
 @click.pass_obj
-def migrate(obj: Context, destination: str, as_json: bool) -> None:
-    """Copy every owner's ledger and projection to another database, then verify the copy."""
+def migrate(obj: Context, destination: str, source: str | None, as_json: bool) -> None:
+    """Copy every owner's ledger, projection and tokens to another database, then verify the
+    copy. The source is --from, or else the embedded ledger; never the destination."""
     ctx = with_json(obj, as_json)
     with handled(ctx):
-        with progress_bar(ctx) as bar:
-            tasks: dict[str, Any] = {}
-
-            def advance(owner: str, done: int, total: int) -> None:
-                if owner not in tasks:
-                    tasks[owner] = bar.add_task(owner, total=total)
-                bar.update(tasks[owner], completed=done)
-
-            vectors_task = bar.add_task("vectors", total=None, visible=False)
-
-            def embedded(done: int, _total: int) -> None:
-                bar.update(vectors_task, completed=done, visible=True)
-
-            report = ctx.memory.migrate(destination, progress=advance, vector_progress=embedded)
-        reports, vectors = report.owners, report.vectors
+        with migration_source(ctx, source) as memory:
+            report = _copy(ctx, memory, destination)
+        reports, vectors, tokens = report.owners, report.vectors, report.tokens or {}
 
         def human() -> None:
             for r in reports:
@@ -75,8 +78,53 @@ def migrate(obj: Context, destination: str, as_json: bool) -> None:
                 out_console.print(styled("note", "yellow", f" {vectors['note']}"))
             else:
                 out_console.print(f"vectors: {vectors['embedded']} memories embedded")
+            if "note" in tokens:
+                out_console.print(styled("note", "yellow", f" {tokens['note']}"))
+            else:
+                out_console.print(
+                    f"tokens: {tokens.get('copied', 0)} copied,"
+                    f" {tokens.get('present', 0)} already there"
+                )
 
         emit(ctx, report.to_dict(), human)
+
+
+@contextmanager
+def migration_source(ctx: Context, source: str | None) -> Iterator[Memory]:
+    """The facade over the database a migration copies from: ``--from``, else the embedded
+    ledger in the data directory (which must exist: copying nothing is not a success)."""
+    if source is None:
+        embedded = ctx.settings.home / DATABASE_NAME
+        if not embedded.is_file():
+            raise NotFoundError(
+                f"there is no embedded ledger at {embedded} to copy; name the source with"
+                " --from postgresql://… (or a file path)",
+                path=str(embedded),
+            )
+        source = str(embedded)
+    memory = build_memory(replace(ctx.settings, database_url=source))
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+def _copy(ctx: Context, memory: Memory, destination: str) -> MigrationReport:
+    """Run the migration with progress bars (silent with --json)."""
+    with progress_bar(ctx) as bar:
+        tasks: dict[str, Any] = {}
+
+        def advance(owner: str, done: int, total: int) -> None:
+            if owner not in tasks:
+                tasks[owner] = bar.add_task(owner, total=total)
+            bar.update(tasks[owner], completed=done)
+
+        vectors_task = bar.add_task("vectors", total=None, visible=False)
+
+        def embedded(done: int, _total: int) -> None:
+            bar.update(vectors_task, completed=done, visible=True)
+
+        return memory.migrate(destination, progress=advance, vector_progress=embedded)
 
 
 @click.command(name="export")

@@ -133,7 +133,9 @@ class WriteIn(BaseModel):
         Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=TAG_PATTERN)]
     ] = Field(default_factory=list, max_length=MAX_TAGS, description=TAG_RULE)
     channel: Channel | None = Field(
-        None, description="default: user for a person's own token, synthesis for an agent"
+        None,
+        description="default: the channel the token was made with (user for a person's own,"
+        " synthesis for an agent); a weaker one may be named, never a stronger one",
     )
     sensitivity: Literal["normal", "sensitive"] | None = None
     importance: float | None = Field(None, ge=0, le=1)

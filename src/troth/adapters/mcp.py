@@ -143,8 +143,10 @@ MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory.forget",
         "Forget a memory",
-        "Forget a memory at once, when the person asks you to: it leaves every search and brief"
-        " immediately and its text is no longer shown. Forgetting cannot be undone.",
+        "Ask to forget a memory, when the person wants it gone. Forgetting is the person's"
+        " decision: your call writes a request (status proposed, its own id) that the person"
+        " approves or rejects; once approved the memory leaves every search and brief and its"
+        " text is no longer shown. Returns the request's id and status.",
         read_only=False,
         destructive=True,
     ),
@@ -174,11 +176,13 @@ Limit = Annotated[
 Offset = Annotated[
     int, Field(ge=0, le=MAX_LIST_OFFSET, description="How many to skip, for the next page.")
 ]
+#: An agent writes as itself or relays a tool; never ``internal`` nor ``user``, which no agent
+#: credential holds (core.access.AGENT_CHANNELS; the grant refuses a stronger one anyway).
 Channel = Annotated[
-    Literal["synthesis", "tool", "internal"] | None,
+    Literal["synthesis", "tool"] | None,
     Field(
-        description="synthesis: you inferred it (the default); tool: a tool said it;"
-        " internal: the system itself."
+        description="synthesis: you inferred it (the default for an agent); tool: a tool said"
+        " it. Default: the channel your credential was made with."
     ),
 ]
 Reason = Annotated[

@@ -27,9 +27,10 @@ from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from troth.adapters.mcp_tool import Runner
+from troth.core.access import not_found
 from troth.core.errors import NotFoundError, TrothError
 from troth.formats import pcp
-from troth.service.scoped import ScopedMemory, compose_brief, not_found
+from troth.service.scoped import ScopedMemory, compose_brief
 
 #: The JSON-RPC code the MCP specification gives "resource not found".
 RESOURCE_NOT_FOUND = -32002

@@ -153,6 +153,7 @@ class Policy:
     minor_detector: Detector | None = looks_like_minor
     health_detector: Detector | None = looks_like_health
     source: Mapping[str, Any] = field(default_factory=dict)
+    destroy_at_once: tuple[str, ...] = ("self", "service")
 
     @classmethod
     def from_document(
@@ -213,24 +214,60 @@ class Policy:
             minor_detector=looks_like_minor if detectors.get("minors", True) else None,
             health_detector=looks_like_health if detectors.get("health", True) else None,
             source=document,
+            destroy_at_once=_choices(
+                _table(document, "destructive").get("at_once", ["self", "service"]),
+                ("self", "human", "agent", "org", "service"),
+                "destructive.at_once",
+            ),
+        )
+
+    def destroys_at_once(self, *, actor: str, owner: str) -> bool:
+        """Whether ``actor`` may forget or redact ``owner``'s memory at once; anyone else's
+        forget or redact is a request the person approves (``[destructive] at_once``)."""
+        kind = principal_kind(actor)
+        writer = "self" if kind == "human" and actor == owner else kind
+        return writer in self.destroy_at_once or (
+            writer == "self" and "human" in self.destroy_at_once
+        )
+
+    def allowed_channels(self, *, actor: str, owner: str) -> tuple[str, ...]:
+        """The channels ``actor`` may write through into ``owner``'s ledger: the policy's
+        list for its kind, less what is built in and cannot be widened — ``user`` only for a
+        person writing for themselves, ``internal`` only for people and service principals
+        (an agent's account is never the system's own)."""
+        kind = principal_kind(actor)
+        return tuple(
+            c
+            for c in self.channels.get(kind, ())
+            if (c != "user" or (kind == "human" and actor == owner))
+            and (c != "internal" or kind in ("human", "service"))
         )
 
     def check_channel(self, *, actor: str, owner: str, channel: str) -> None:
         """Refuse a channel stronger than the writer's credentials give it."""
         check_choice(channel, CHANNELS, "source")
         kind = principal_kind(actor)
+        allowed = self.allowed_channels(actor=actor, owner=owner)
         if channel == "user" and not (kind == "human" and actor == owner):
             raise PolicyDeniedError(
                 f"only the human owner writing for themselves may use the user channel; "
-                f"{actor} writing for {owner} may use {', '.join(self.channels[kind]) or 'none'}",
+                f"{actor} writing for {owner} may use {', '.join(allowed) or 'none'}",
                 actor=actor,
                 owner=owner,
                 channel=channel,
             )
-        if channel not in self.channels.get(kind, ()):
+        if channel == "internal" and kind not in ("human", "service"):
+            raise PolicyDeniedError(
+                f"{actor} may not write through the internal channel: it is the"
+                " installation's own components' (service principals); use"
+                f" {', '.join(allowed) or 'none'}",
+                actor=actor,
+                channel=channel,
+            )
+        if channel not in allowed:
             raise PolicyDeniedError(
                 f"a {kind} principal may not write through the {channel} channel; "
-                f"allowed: {', '.join(self.channels[kind]) or 'none'}",
+                f"allowed: {', '.join(allowed) or 'none'}",
                 actor=actor,
                 channel=channel,
             )

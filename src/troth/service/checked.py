@@ -140,6 +140,23 @@ class CheckedStore:
         """As the backend."""
         self.raw.compact()
 
+    @property
+    def erasure_wait(self) -> float:
+        """As the backend."""
+        return self.raw.erasure_wait
+
+    @erasure_wait.setter
+    def erasure_wait(self, seconds: float) -> None:
+        self.raw.erasure_wait = seconds
+
+    def pending_erasures(self) -> int:
+        """As the backend."""
+        return self.raw.pending_erasures()
+
+    def finish_erasures(self, wait: float = 0.0) -> bool:
+        """As the backend."""
+        return self.raw.finish_erasures(wait)
+
     def close(self) -> None:
         """As the backend."""
         self.raw.close()

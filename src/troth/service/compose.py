@@ -37,6 +37,7 @@ from troth.service.migration import Migration
 from troth.service.portability import Portability
 from troth.service.readcheck import ReadCheck
 from troth.service.reads import Reads
+from troth.service.requests import Requests
 from troth.service.retention import Retention
 from troth.service.stores import open_store
 from troth.service.tokens import Tokens
@@ -79,6 +80,7 @@ class Services:
         self.admission = Admission(policy, self.parties, self.vectors, clock)
         self.writes = Writes(self.parties, self.admission, self.ledger, self.vectors)
         self.changes = Changes(self.parties, self.ledger)
+        self.requests = Requests(self.parties, self.admission, self.writes, self.ledger)
         self.retention = Retention(self.parties, self.ledger, clock)
         self.integrity = Integrity(self.parties, self.ledger, self.vectors, store, self.check)
         self.reads = Reads(

@@ -17,18 +17,29 @@ Every write runs inside one store transaction that holds the owner's chain
 (``ledger.py``): the chain is verified up to its head, the transition is checked against
 the current state, one entry is appended and the projection is updated — or nothing
 happens at all.
+
+Before delegating, every verb that names a ledger or a memory asks the one access authority
+(``access.py``, :attr:`Memory.access`): the facade holds its principal to its grant
+(``core.access.library_grant``: a person their own ledger), and ``acting_as`` gives the
+facade seen through a token's grant, which the HTTP API and the MCP tools use. The
+maintenance verbs (sweep, verify, rebuild, reindex, reanchor, migrate) read no memory's
+text and work store-wide, as the installation's (docs/api.md, "Access").
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
+from troth.core.access import NAMED, READ, WRITE, Grant, library_grant
 from troth.core.policy import Decision, Justification, Policy
-from troth.core.records import MemoryRecord
+from troth.core.records import MemoryRecord, principal_kind
+from troth.service.access import Access
 from troth.service.base import Clock, utc_now
 from troth.service.changes import FORGET_REASON
 from troth.service.compose import Services
@@ -38,6 +49,7 @@ from troth.service.migration import MigrationReport
 from troth.service.portability import ExportResult, ImportReport
 from troth.service.readcheck import Anchor
 from troth.service.recall import Query, RecallHit
+from troth.service.requests import request_of
 from troth.service.tokens import Tokens
 from troth.storage.base import MemoryFilter, Store
 
@@ -78,6 +90,29 @@ class Memory:
         self.clock = clock
         self.embedder = embedder
         self.max_concurrent_recalls = self.parts.reads.max_concurrent_recalls
+        self.access = Access(store, library_grant(self.principal))
+        self.held = False
+
+    def acting_as(self, grant: Grant) -> Memory:
+        """This facade seen through another grant (a token's): the same store, collaborators
+        and recall gate, every verb held to ``grant`` by the one access authority."""
+        view = copy.copy(self)
+        view.access = Access(self.store, grant)
+        view.held = True
+        return view
+
+    def as_actor(self, actor: str | None) -> Access:
+        """The access authority of a call naming ``actor``: the library takes its caller's
+        word for who acts (as it does for its principal), so a write naming another actor
+        is held to that actor's grant; a facade seen through a token is held to the token's
+        whatever a call says (``acting_as``)."""
+        if self.held or actor is None or actor == self.principal:
+            return self.access
+        grant = library_grant(actor)
+        # An agent relayed through a person's facade acts for that person unless it names
+        # another; a person's own facade never lends them another's ledger.
+        person = self.principal if principal_kind(self.principal) == "human" else None
+        return Access(self.store, grant, default=person if grant.reach == NAMED else None)
 
     # -- opening and closing ----------------------------------------------------------
 
@@ -131,7 +166,7 @@ class Memory:
     ) -> Decision:
         """What the policy would decide for a write, without writing."""
         return self.parts.writes.decide(
-            text, topic=topic, channel=channel, actor=actor, owner=owner
+            text, topic=topic, channel=channel, actor=actor, owner=self.as_actor(actor).owner(owner)
         )
 
     def remember(
@@ -150,9 +185,10 @@ class Memory:
         ``channel`` defaults by the one rule of ``core.access.default_channel``: ``user``
         for a person writing into their own ledger, ``synthesis`` for anyone else.
         """
+        self.as_actor(actor).require(WRITE, "write memories")
         return self.parts.writes.remember(
             text,
-            owner=owner,
+            owner=self.as_actor(actor).owner(owner),
             actor=actor,
             channel=channel,
             on_behalf_of=on_behalf_of,
@@ -176,9 +212,10 @@ class Memory:
         Each item is the text, or a mapping with ``text`` and any per-item field of
         :meth:`remember` (``kind``, ``topic``, ``reason`` …) overriding the shared ones.
         """
+        self.as_actor(actor).require(WRITE, "write memories")
         return self.parts.writes.remember_many(
             items,
-            owner=owner,
+            owner=self.as_actor(actor).owner(owner),
             actor=actor,
             channel=channel,
             on_behalf_of=on_behalf_of,
@@ -202,9 +239,10 @@ class Memory:
         draft: Draft | None = None,
     ) -> WriteResult:
         """Write a memory carried in from an export, keeping the review state it had there."""
+        self.as_actor(actor).require(WRITE, "write memories")
         return self.parts.writes.admit(
             text,
-            owner=owner,
+            owner=self.as_actor(actor).owner(owner),
             status=status,
             actor=actor,
             channel=channel,
@@ -231,11 +269,12 @@ class Memory:
         the source it derives from — the weaker channel, its origin's writer, the injection
         flag — and the owner's own edit is recorded as their endorsement (docs/api.md).
         """
+        self.as_actor(actor).require(WRITE, "edit memories")
         return self.parts.writes.edit(
             memory_id,
             text,
             actor=actor,
-            owner=owner,
+            owner=self.as_actor(actor).memory(memory_id, owner).owner,
             channel=channel,
             details=details,
             on_behalf_of=on_behalf_of,
@@ -251,8 +290,12 @@ class Memory:
         owner: str | None = None,
         note: str | None = None,
     ) -> MemoryRecord:
-        """A person approves a proposed memory; it becomes active and retrievable."""
-        return self.parts.changes.approve(memory_id, actor=actor, owner=owner, note=note)
+        """A person approves a proposed memory; it becomes active and retrievable. Approving
+        a request to forget or redact (``service/requests.py``) carries the act out."""
+        found = self.as_actor(actor).memory(memory_id, owner)
+        if request_of(found) is not None and found.status == "proposed":
+            return self.parts.requests.carry_out(found, actor=actor, note=note)
+        return self.parts.changes.approve(memory_id, actor=actor, owner=found.owner, note=note)
 
     def reject(
         self,
@@ -263,7 +306,8 @@ class Memory:
         note: str | None = None,
     ) -> MemoryRecord:
         """A person rejects a proposed memory; it is never retrievable."""
-        return self.parts.changes.reject(memory_id, actor=actor, owner=owner, note=note)
+        whose = self.as_actor(actor).memory(memory_id, owner).owner
+        return self.parts.changes.reject(memory_id, actor=actor, owner=whose, note=note)
 
     def hide(
         self,
@@ -274,7 +318,8 @@ class Memory:
         note: str | None = None,
     ) -> MemoryRecord:
         """Remove a memory from retrieval without forgetting it (``retrieval_removed``)."""
-        return self.parts.changes.hide(memory_id, actor=actor, owner=owner, note=note)
+        whose = self.as_actor(actor).memory(memory_id, owner).owner
+        return self.parts.changes.hide(memory_id, actor=actor, owner=whose, note=note)
 
     def forget(
         self,
@@ -284,14 +329,28 @@ class Memory:
         owner: str | None = None,
         reason: str = FORGET_REASON,
     ) -> MemoryRecord:
-        """Forget a memory at once: a tombstone; its bytes stay until redacted."""
-        return self.parts.changes.forget(memory_id, actor=actor, owner=owner, reason=reason)
+        """Forget a memory at once: a tombstone; its bytes stay until redacted. Anyone the
+        policy does not let destroy at once (an agent) gets a request the person approves
+        (``service/requests.py``): the proposed request is returned."""
+        found = self.as_actor(actor).memory(memory_id, owner)
+        if self.parts.requests.must_ask("forget", actor=actor, owner=found.owner):
+            return self._ask("forget", found, actor, reason)
+        return self.parts.changes.forget(memory_id, actor=actor, owner=found.owner, reason=reason)
+
+    def _ask(self, act: str, target: MemoryRecord, actor: str | None, reason: str) -> MemoryRecord:
+        who = actor or self.principal
+        behalf = target.owner if who != target.owner else None
+        return self.parts.requests.ask(act, target, actor=who, reason=reason, on_behalf_of=behalf)
 
     def redact(
         self, memory_id: str, *, reason: str, actor: str | None = None, owner: str | None = None
     ) -> MemoryRecord:
-        """Erase a memory's text from every byte the store keeps; the chain still verifies."""
-        return self.parts.changes.redact(memory_id, reason=reason, actor=actor, owner=owner)
+        """Erase a memory's text from every byte the store keeps; the chain still verifies.
+        As for :meth:`forget`, an agent's redaction is a request the person approves."""
+        found = self.as_actor(actor).memory(memory_id, owner)
+        if self.parts.requests.must_ask("redact", actor=actor, owner=found.owner):
+            return self._ask("redact", found, actor, reason)
+        return self.parts.changes.redact(memory_id, reason=reason, actor=actor, owner=found.owner)
 
     def sweep(self, *, now: datetime | None = None, owner: str | None = None) -> list[MemoryRecord]:
         """Expire what retention says is over (ttl, PCP expires) and erase its text."""
@@ -322,7 +381,10 @@ class Memory:
         self, owner: str, entries: Iterable[Entry | Record], *, actor: str | None = None
     ) -> Verification:
         """Write a personaxis chain verbatim into an empty ledger and project it."""
-        return self.parts.integrity.restore_chain(owner, entries, actor=actor)
+        self.as_actor(actor).require(WRITE, "restore a chain")
+        return self.parts.integrity.restore_chain(
+            self.as_actor(actor).owner(owner), entries, actor=actor
+        )
 
     def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
         """Re-anchor a ledger holding legacy (≤0.10) lines into v1.0 form."""
@@ -337,28 +399,38 @@ class Memory:
     # -- reads (reads.py) -------------------------------------------------------------
 
     def get(self, memory_id: str, *, owner: str | None = None) -> MemoryRecord:
-        """One memory, whatever its status."""
-        return self.parts.reads.get(memory_id, owner=owner)
+        """One memory, whatever its status (one this facade's grant may read)."""
+        return self.access.memory(memory_id, owner)
 
     def memories(
         self, owner: str | None = None, query: MemoryFilter | None = None
     ) -> list[MemoryRecord]:
         """An owner's memories, newest first."""
-        return self.parts.reads.memories(owner, query)
+        return self.parts.reads.memories(self.access.owner(owner), self.access.listing(query))
+
+    def count(self, owner: str | None = None, query: MemoryFilter | None = None) -> int:
+        """How many of an owner's memories a filter matches (its limit and offset aside)."""
+        flt = replace(self.access.listing(query), limit=None, offset=0)
+        return self.store.count(self.access.owner(owner), flt)
 
     def log(self, owner: str | None = None, *, start: int = 0) -> Iterator[Record]:
-        """An owner's ledger rows in order."""
-        return self.parts.reads.log(owner, start=start)
+        """An owner's ledger rows in order (without those about memories the grant may not
+        read)."""
+        self.access.require(READ, "read the ledger")
+        whose = self.access.owner(owner)
+        return self.access.records(whose, self.parts.reads.log(whose, start=start))
 
     def may_justify(
         self, action: str, memory_ids: Sequence[str], *, owner: str | None = None
     ) -> Justification:
         """Whether these memories may justify a sensitive action (the weakest channel decides)."""
-        return self.parts.reads.may_justify(action, memory_ids, owner=owner)
+        whose, ids = self.access.memories(memory_ids, owner)
+        return self.parts.reads.may_justify(action, ids, owner=whose)
 
     def recall(self, query: Query | str, **options: Any) -> list[RecallHit]:
         """The owner's active, retrievable memories that best answer a query."""
-        return self.parts.reads.recall(query, **options)
+        asked = Query(text=query, **options) if isinstance(query, str) else query
+        return self.parts.reads.recall(self.access.recall(asked))
 
     # -- formats, checkpoints, migration, tokens ---------------------------------------
 
@@ -368,7 +440,8 @@ class Memory:
         """An owner's ledger as personaxis JSONL, or its memories as HUX records — audited:
         an ``export`` event by ``actor`` (default: this facade's principal) is appended
         before the bytes are returned, as for :meth:`export_to`."""
-        result = self.parts.portability.export(fmt, owner=owner, actor=actor)
+        whose = self.access.exportable(owner)
+        result = self.parts.portability.export(fmt, owner=whose, actor=actor)
         return result.data, result.items
 
     def export_to(
@@ -380,7 +453,8 @@ class Memory:
         at: datetime | None = None,
     ) -> ExportResult:
         """Export to a file: a PCP archive (.tar or .zip), personaxis JSONL or HUX records."""
-        return self.parts.portability.export_to(fmt, output, owner=owner, at=at)
+        whose = self.access.exportable(owner)
+        return self.parts.portability.export_to(fmt, output, owner=whose, at=at)
 
     def import_path(
         self,
@@ -393,8 +467,14 @@ class Memory:
         progress: Progress | None = None,
     ) -> ImportReport:
         """Import or restore a file, an archive or a folder of notes (service/portability.py)."""
+        self.access.require(WRITE, "import memories")
         return self.parts.portability.import_path(
-            path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
+            path,
+            fmt=fmt,
+            mode=mode,
+            owner=self.access.owner(owner),
+            reanchor=reanchor,
+            progress=progress,
         )
 
     def handle_checkpoint(
@@ -415,8 +495,12 @@ class Memory:
         Sensitive memories join a restore brief only if ``include_sensitive`` (default: the
         caller is the owner). See ``docs/checkpoints.md``.
         """
+        self.as_actor(caller).require(WRITE, "send session checkpoints")
         return self.parts.checkpoints.handle(
-            raw, caller=caller, owner=owner, include_sensitive=include_sensitive
+            raw,
+            caller=caller,
+            owner=self.as_actor(caller).owner(owner),
+            include_sensitive=self.as_actor(caller).sensitive_for_checkpoint(include_sensitive),
         )
 
     def migrate(

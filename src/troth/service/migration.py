@@ -16,11 +16,12 @@ from itertools import islice
 from typing import Any
 
 from troth.core import lifecycle
-from troth.core.errors import ConflictError, IntegrityError
+from troth.core.errors import ConflictError, IntegrityError, InvalidInputError
 from troth.core.events import Record, verify_records
+from troth.service.stores import identity, location_of
 from troth.service.vectors import Progress as VectorProgress
 from troth.service.vectors import Vectors
-from troth.storage.base import Store
+from troth.storage.base import Store, TokenStore
 
 Progress = Callable[[str, int, int], None]
 """Called with (owner, rows copied so far, rows in the owner's chain)."""
@@ -120,16 +121,60 @@ def migrate(
     ]
 
 
+def copy_tokens(source: Store, target: Store) -> dict[str, Any]:
+    """Copy the bearer tokens (their hashes: no secret exists to copy) the target lacks, so
+    every client keeps working against the new database; revoked ones stay revoked."""
+    if not isinstance(source, TokenStore):
+        return {"copied": 0, "present": 0}
+    records = source.tokens()
+    if not isinstance(target, TokenStore):
+        return {
+            "copied": 0,
+            "present": 0,
+            "note": f"the target keeps no tokens, so the {len(records)} tokens were not copied;"
+            " re-create them there with `troth token create` (each client needs its new"
+            " token)",
+        }
+    copied = present = 0
+    for record in records:
+        if target.token(record.token_id) is not None:
+            present += 1
+            continue
+        target.put_token(record)
+        copied += 1
+    return {"copied": copied, "present": present}
+
+
+def refuse_same_database(source: Store, target: str | Store) -> None:
+    """A migration into the database it copies from would copy nothing and say "ok"."""
+    here = location_of(source)
+    there = location_of(target) if not isinstance(target, str) else target
+    if target is source or (
+        here is not None and there is not None and identity(here) == identity(there)
+    ):
+        raise InvalidInputError(
+            f"the destination {there or 'store'} is the database being copied from; name"
+            " the source with --from (the default source is the embedded ledger in the data"
+            " directory, never TROTH_DATABASE_URL) and a different destination with --to",
+            field="destination",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class MigrationReport:
-    """What a migration copied, owner by owner, and how the copies were embedded."""
+    """What a migration copied, owner by owner, how the copies were embedded, and the tokens."""
 
     owners: tuple[OwnerCopy, ...]
     vectors: dict[str, Any]
+    tokens: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
-        return {"owners": [o.to_dict() for o in self.owners], "vectors": dict(self.vectors)}
+        return {
+            "owners": [o.to_dict() for o in self.owners],
+            "vectors": dict(self.vectors),
+            "tokens": dict(self.tokens or {}),
+        }
 
 
 class Migration:
@@ -154,13 +199,15 @@ class Migration:
         unless the target's vectors come from another (the report's ``vectors`` says so).
         A target given by URL is opened here and closed when done.
         """
+        refuse_same_database(self.store, target)
         opened = isinstance(target, str)
         store = self.open_store(target) if isinstance(target, str) else target
         try:
             copies = migrate(self.store, store, progress=progress, batch=batch)
+            tokens = copy_tokens(self.store, store)
             there = Vectors(store, self.vectors.embedder)
             embedded = there.embed_copied([c.owner for c in copies], progress=vector_progress)
         finally:
             if opened:
                 store.close()
-        return MigrationReport(tuple(copies), embedded)
+        return MigrationReport(tuple(copies), embedded, tokens)

@@ -2,20 +2,21 @@
 
 Both the HTTP API and the MCP tools call this class, so the authorisation matrix of
 ``docs/api.md`` holds identically on every transport. Every method checks the grant's
-scopes before it touches the store, acts only on the grant's owner, and turns "another
-owner's memory", "a sensitive memory you may not see" and "no such memory" into the one
-same :class:`NotFoundError`. A denial happens before any write, so it leaves the ledger
-head where it was.
+scopes before it touches the store and calls the facade *as the grant*
+(``Memory.acting_as``), whose one access authority (``service/access.py``) acts only on the
+grant's owner and turns "another owner's memory", "a sensitive memory you may not see" and
+"no such memory" into the one same :class:`NotFoundError`, on every surface and for the
+library alike. A denial happens before any write, so it leaves the ledger head where it was.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar, Unpack
 
-from troth.core.access import EXPORT, READ, WRITE, Grant
+from troth.core.access import EXPORT, READ, WRITE, Grant, not_found
 from troth.core.errors import NotFoundError
 from troth.core.limits import (
     MAX_AUDIT_LIMIT,
@@ -37,14 +38,6 @@ from troth.service.recall import Query, RecallHit
 from troth.storage.base import MemoryFilter
 
 T = TypeVar("T")
-
-
-def not_found(memory_id: str) -> NotFoundError:
-    """The one answer for a memory the caller may not see, whatever the reason."""
-    return NotFoundError(
-        f"no memory {memory_id} in this ledger; list or search to find the ids you can use",
-        id=memory_id,
-    )
 
 
 #: The first line of every brief that quotes memories: what follows is data, not orders.
@@ -123,7 +116,7 @@ class ScopedMemory:
     """One caller's view of the facade: its owner, its channel, its scopes."""
 
     def __init__(self, memory: Memory, grant: Grant) -> None:
-        self._memory = memory
+        self._memory = memory.acting_as(grant)
         self.grant = grant
 
     @property
@@ -139,14 +132,7 @@ class ScopedMemory:
         return self._visible(memory_id)
 
     def _visible(self, memory_id: str) -> MemoryRecord:
-        check.identifier(memory_id, "memory id")
-        try:
-            memory = self._memory.get(memory_id, owner=self.owner)
-        except NotFoundError:
-            raise not_found(memory_id) from None
-        if memory.sensitivity == "sensitive" and not self.grant.sees_sensitive:
-            raise not_found(memory_id)
-        return memory
+        return self._memory.get(memory_id, owner=self.owner)
 
     def memories(
         self,
@@ -172,8 +158,7 @@ class ScopedMemory:
             offset=offset,
         )
         items = self._memory.memories(self.owner, flt)
-        total = self._memory.store.count(self.owner, replace(flt, limit=None, offset=0))
-        return items, total
+        return items, self._memory.count(self.owner, flt)
 
     def search(
         self,

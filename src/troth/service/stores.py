@@ -6,6 +6,7 @@ The service opens stores by location for ``Memory.migrate``; ``troth.config`` re
 
 from __future__ import annotations
 
+import urllib.parse
 from pathlib import Path
 
 from troth.core.errors import InvalidInputError
@@ -35,3 +36,26 @@ def open_store(location: str | Path) -> Store:
     from troth.storage.sqlite import SQLiteStore
 
     return SQLiteStore(Path(text.removeprefix("sqlite:///")).expanduser())
+
+
+def identity(location: str | Path) -> str:
+    """What names one database whatever the spelling of its location: PostgreSQL's
+    ``postgresql://host:port/dbname`` (no user, password or options; a socket directory
+    given as ``?host=`` counts as the host), or ``sqlite:`` and the file's resolved path."""
+    text = str(location)
+    if text.startswith(("postgresql://", "postgres://")):
+        url = urllib.parse.urlsplit(text)
+        query = urllib.parse.parse_qs(url.query)
+        host = url.hostname or (query.get("host") or ["localhost"])[0]
+        port = url.port or int((query.get("port") or ["5432"])[0])
+        return f"postgresql://{host}:{port}{url.path or '/'}"
+    return "sqlite:" + str(Path(text.removeprefix("sqlite:///")).expanduser().resolve())
+
+
+def location_of(store: Store) -> str | None:
+    """The location an open store was opened at, when the backend says (both SQL ones do)."""
+    url = getattr(store, "url", None)
+    if isinstance(url, str):
+        return url
+    path = getattr(store, "path", None)
+    return str(path) if isinstance(path, Path) else None

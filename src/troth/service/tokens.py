@@ -25,6 +25,7 @@ from troth.core.access import (
     check_grant,
     hash_token,
     split_token,
+    token_channel,
 )
 from troth.core.chain import format_ts
 from troth.core.errors import (
@@ -105,9 +106,16 @@ class Tokens:
         on_behalf_of: str | None = None,
         expires: str | None = DEFAULT_EXPIRY,
         label: str | None = None,
+        channel: str | None = None,
     ) -> IssuedToken:
-        """Issue a token for a principal (acting for a person, if it is not one)."""
+        """Issue a token for a principal (acting for a person, if it is not one).
+
+        ``channel`` is what every write with the token goes through, fixed for its life
+        (``core.access.token_channel``: a person's ``user``, an agent's ``synthesis`` or
+        ``tool``, a service's ``internal`` or weaker); a caller may later name a weaker
+        channel, never a stronger one."""
         grant = check_grant(principal, on_behalf_of, scopes)
+        fixed = token_channel(grant.principal, channel)
         if label is not None and (not label.strip() or len(label) > 100):
             raise InvalidInputError("a label is 1 to 100 characters", field="label")
         now = self._clock()
@@ -123,6 +131,7 @@ class Tokens:
             on_behalf_of=grant.on_behalf_of,
             expires_at=parse_expiry(expires, now),
             label=label,
+            channel=fixed,
         )
         self._store.put_token(record)
         return IssuedToken(token, record)
@@ -144,6 +153,7 @@ class Tokens:
             scopes=frozenset(record.scopes),
             on_behalf_of=record.on_behalf_of,
             token_id=record.token_id,
+            credential_channel=record.channel or token_channel(record.principal, None),
         )
 
     def records(self, principal: str | None = None) -> list[TokenRecord]:

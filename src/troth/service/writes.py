@@ -17,7 +17,7 @@ from troth.core.errors import InvalidInputError
 from troth.core.policy import Decision
 from troth.core.records import check_principal
 from troth.service.admission import Admission, check_admitted_status, refuse_unstored
-from troth.service.base import Parties, steward_channel
+from troth.service.base import Parties
 from troth.service.conflicts import link_contradictions
 from troth.service.drafts import CreationPlan, Draft, WriteResult
 from troth.service.ledger import Ledger
@@ -227,7 +227,9 @@ class Writes:
             text,
             owner=whose,
             actor=who,
-            channel=channel or steward_channel(who, whose),
+            # An edit that names no channel goes through the writer's own (the one rule of
+            # core.access.default_channel): an agent's correction is never "internal".
+            channel=channel or default_channel(who, whose),
             on_behalf_of=on_behalf_of,
             draft=base,
             details=rest,

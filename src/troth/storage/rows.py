@@ -12,7 +12,8 @@ from troth.core.records import MemoryRecord, memory_from_dict
 from troth.storage.base import RecallRow
 
 TOKEN_COLUMNS = (
-    "id, secret_hash, principal, on_behalf_of, scopes, created_at, expires_at, revoked_at, label"
+    "id, secret_hash, principal, on_behalf_of, scopes, created_at, expires_at, revoked_at, label,"
+    " channel"
 )
 """The ``tokens`` table's columns, in the order :func:`token_record` reads them."""
 
@@ -80,4 +81,5 @@ def token_record(row: Sequence[Any], scopes: Sequence[str]) -> TokenRecord:
         expires_at=row[6],
         revoked_at=row[7],
         label=row[8],
+        channel=row[9],
     )

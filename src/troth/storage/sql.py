@@ -299,7 +299,7 @@ class TokenStatements:
         select = f"SELECT {TOKEN_COLUMNS} FROM tokens"
         order = f" ORDER BY created_at{text_order}, id{text_order}"
         self.insert = dialect.sql(
-            f"INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES ({', '.join('?' * 9)})"
+            f"INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES ({', '.join('?' * 10)})"
         )
         self.by_id = dialect.sql(f"{select} WHERE id = ?")
         self.every = select + order
@@ -320,6 +320,7 @@ class TokenStatements:
             record.expires_at,
             record.revoked_at,
             record.label,
+            record.channel,
         )
 
     def record(self, row: Sequence[Any]) -> TokenRecord:
