@@ -175,7 +175,7 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
     """The composition root: a store, a policy and the facade over them."""
     embedder = default_embedder()
     store = open_store(settings.database_url or settings.home / DATABASE_NAME)
-    return Memory(
+    memory = Memory(
         store,
         policy=load_policy(settings.policy_path),
         principal=settings.principal,
@@ -183,6 +183,9 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
         embedder=embedder,
         max_concurrent_recalls=settings.max_concurrent_recalls,
     )
+    # Exports carry the signed checkpoint they were cut at; restores are proven by it.
+    memory.seal_exports_with(build_sealer(memory, settings))
+    return memory
 
 
 # -- sealing: the signing key, the witnesses, the ledger's name (docs/ledger.md §12) --------

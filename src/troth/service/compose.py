@@ -35,7 +35,9 @@ from troth.service.ledger import Eraser, Ledger
 from troth.service.migration import Migration
 from troth.service.portability import Portability
 from troth.service.reads import Reads
+from troth.service.restoring import Restorer
 from troth.service.retention import Retention
+from troth.service.returns import Returns
 from troth.service.stores import open_store
 from troth.service.tokens import Tokens
 from troth.service.vectors import Vectors
@@ -81,7 +83,11 @@ class Services:
             clock,
             max_concurrent_recalls=max_concurrent_recalls,
         )
-        self.portability = Portability(self.parties, self.admission, self.ledger, self.integrity)
+        restorer = Restorer(self.parties, self.ledger, self.vectors)
+        self.portability = Portability(
+            self.parties, self.admission, self.ledger, self.integrity, restorer
+        )
+        self.returns = Returns(self.portability, restorer, self.changes, policy)
         self.checkpoints = Checkpoints(self.parties, self.admission, self.ledger, clock)
         self.migration = Migration(store, self.vectors, open_store)
 

@@ -36,6 +36,7 @@ from troth.service.drafts import Draft, WriteFields, WriteItem, WriteResult
 from troth.service.integrity import OwnerReport
 from troth.service.migration import MigrationReport
 from troth.service.portability import ExportResult, ImportReport
+from troth.service.proofs import Proofs
 from troth.service.recall import Query, RecallHit
 from troth.service.tokens import Tokens
 from troth.storage.base import MemoryFilter, Store
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from troth.core.chain import Entry, Verification
     from troth.core.events import Record
     from troth.embedding import Embedder
+    from troth.service.sealing import Sealer
 
 __all__ = ["Clock", "Draft", "Memory", "MemoryFilter", "OwnerReport", "WriteResult", "utc_now"]
 
@@ -378,11 +380,29 @@ class Memory:
         owner: str | None = None,
         reanchor: bool = False,
         progress: Progress | None = None,
+        approve: bool = False,
     ) -> ImportReport:
-        """Import or restore a file, an archive or a folder of notes (service/portability.py)."""
-        return self.parts.portability.import_path(
-            path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
+        """Import or restore a file, an archive or a folder of notes (service/portability.py).
+
+        ``approve``: the person approves what the import proposed, in the same run (each
+        approval audited; the policy keeps some topics for one-by-one review)."""
+        return self.parts.returns.import_path(
+            path,
+            fmt=fmt,
+            mode=mode,
+            owner=owner,
+            reanchor=reanchor,
+            progress=progress,
+            approve=approve,
         )
+
+    def seal_exports_with(self, sealer: Sealer) -> None:
+        """Sign every export with ``sealer``'s key, and trust its keys to prove a restore."""
+        self.parts.portability.proofs = Proofs(sealer)
+
+    def verify_export(self, path: Path, *, owner: str | None = None) -> dict[str, Any]:
+        """Check an exported file (or a checkpoint note, against the ledger) by its checkpoint."""
+        return self.parts.returns.verify_against(path, owner=owner)
 
     def handle_checkpoint(
         self,
