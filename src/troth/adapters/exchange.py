@@ -144,6 +144,12 @@ def export_command(
 )
 @click.option("--owner", help="Whose ledger receives the memories.")
 @click.option("--reanchor", is_flag=True, help="Re-anchor a legacy (≤0.10) personaxis log.")
+@click.option(
+    "--approve",
+    is_flag=True,
+    help="Approve what the import proposes, in the same run (your own export coming back);"
+    " the policy keeps some topics for one-by-one review.",
+)
 @json_option
 @click.pass_obj
 def import_command(
@@ -153,6 +159,7 @@ def import_command(
     mode: str,
     owner: str | None,
     reanchor: bool,
+    approve: bool,
     as_json: bool,
 ) -> None:
     """Import PATH (a file, a PCP archive or a folder of notes); nothing half-written."""
@@ -166,7 +173,13 @@ def import_command(
                 bar.update(task, completed=done, total=total)
 
             report = ctx.memory.import_path(
-                path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
+                path,
+                fmt=fmt,
+                mode=mode,
+                owner=owner,
+                reanchor=reanchor,
+                progress=progress,
+                approve=approve,
             )
 
         def human() -> None:
@@ -177,6 +190,12 @@ def import_command(
             )
             for refusal in report.refused:
                 out_console.print(f"  refused {refusal.where}: {refusal.reason}", highlight=False)
+            if report.as_import is not None:
+                out_console.print(styled("note", "yellow", f" {report.as_import}"))
+            if report.approved or report.held:
+                out_console.print(f"  approved {len(report.approved)}", highlight=False)
+            for held in report.held:
+                out_console.print(f"  left for review {held.where}: {held.reason}", highlight=False)
 
         emit(ctx, report.to_dict(), human)
         if report.refused:
