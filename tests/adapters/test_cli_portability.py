@@ -76,7 +76,10 @@ def test_an_archive_round_trips_through_the_cli(source: Path, tmp_path: Path) ->
     assert invoke(target, "export", "--format", "pcp", "-o", str(second), "--at", AT).exit_code == 0
     # Every member is the same but the checkpoint, which names the ledger that signed it
     # (each home is its own ledger), and the manifest that lists its checksum.
-    one, two = archive.read(first.read_bytes(), where="1"), archive.read(second.read_bytes(), where="2")
+    one, two = (
+        archive.read(first.read_bytes(), where="1"),
+        archive.read(second.read_bytes(), where="2"),
+    )
     assert {n for n in one if one[n] != two[n]} == {"manifest.json", "troth/checkpoint.note"}
     again = as_json(invoke(target, "import", str(first), "--mode", "restore", "--json"))
     assert (again["created"], again["unchanged"]) == (0, 3)

@@ -62,16 +62,19 @@ def _optional(path: Path) -> bytes | None:
 
 def carried(path: Path, data: bytes, fmt: str | None = None) -> Carried:
     """The format of ``data`` (read from ``path``) and the proof it carries or has beside it."""
+    copy_path, note_path = ledger_copy.sidecars(path)
+    beside = _copy(_optional(copy_path), copy_path.name)
+    if fmt is None and data.strip() in (b"", b"[]") and beside is not None:
+        # An export without a record has nothing to be recognised by: a personaxis log is
+        # empty only when its ledger is; otherwise it is HUX of a ledger with no memories.
+        fmt = "personaxis" if not beside.records and not data.strip() else "hux"
     codec = registry.get(fmt) if fmt else registry.detect(data, path.name)
     if codec.name == "pcp":
         files = archive.read(data, where=path.name)
         archive.verify(files, where=path.name)
         copy = _copy(files.get(ledger_copy.ARCHIVE_LEDGER), f"{path.name}:troth/ledger.jsonl")
         return Carried("pcp", data, copy, files.get(ledger_copy.ARCHIVE_CHECKPOINT), files)
-    copy_path, note_path = ledger_copy.sidecars(path)
-    return Carried(
-        codec.name, data, _copy(_optional(copy_path), copy_path.name), _optional(note_path)
-    )
+    return Carried(codec.name, data, beside, _optional(note_path))
 
 
 def _same_view(found: Carried, records: tuple[Record, ...], owner: str) -> str | None:
@@ -190,6 +193,7 @@ class Returns:
                 report.unchanged = done.unchanged
                 return report
             why = proven.reason
+            fmt = found.format
         report = self.portability.import_files(
             sources,
             fmt=fmt,
