@@ -140,7 +140,8 @@ def test_a_ledger_holding_part_of_an_export_gets_the_rest(
         source.export_to("personaxis", tmp_path / "late.jsonl")
         with fresh_store(backend, pg_server) as other, sealed(other, key) as target:
             first = target.import_path(tmp_path / "early.zip", mode="restore")
-            assert first.mode == "restore" and first.created
+            assert first.mode == "restore"
+            assert first.created
             rest = target.import_path(tmp_path / "late.jsonl", mode="restore")
             assert rest.mode == "restore"
             assert sorted(rest.created) == sorted(set(projection) - set(first.created))
