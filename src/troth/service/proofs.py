@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from troth.core import merkle
 from troth.core.errors import FormatError, IntegrityError
-from troth.core.events import Record
+from troth.core.events import Record, meta_problem, verify_records
 from troth.formats import note, tlog
 from troth.formats.ledger_copy import LedgerCopy
 from troth.service.sealing import Sealer
@@ -118,4 +118,16 @@ class Proofs:
         problem = check_entries(opened, [r.entry.hash for r in copy.records], where=where)
         if problem is not None:
             return Origin(False, problem, opened)
+        # The root commits to each entry's content_hash: the texts and metadata must match too.
+        rows = [Record(i, r.entry, r.meta, r.texts) for i, r in enumerate(copy.records)]
+        chain = verify_records(rows)
+        broken = (
+            chain.broken_at
+            if not chain.ok
+            else next((r.seq for r in rows if meta_problem(r) is not None), None)
+        )
+        if broken is not None:
+            return Origin(
+                False, f"the restore copy in {where} does not verify at entry #{broken}", opened
+            )
         return Origin(True, f"signed checkpoint of {opened.size} entries verifies", opened)
