@@ -133,3 +133,15 @@ def test_only_the_owner_approves_an_import(source: Path, tmp_path: Path) -> None
     result = invoke(source, "import", str(out), "--owner", ALICE, "--approve", who=BOB)
     assert result.exit_code == EXIT_BAD_INPUT
     assert "only human:alice may approve" in said(result)
+
+
+def test_a_personaxis_export_imported_plainly_keeps_its_kinds(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    invoke(home, "remember", "I prefer green tea", "--kind", "preference")
+    out = tmp_path / "episodic.jsonl"
+    invoke(home, "export", "--format", "personaxis", "-o", str(out))
+    report = as_json(invoke(home, "import", str(out), "--json", who=BOB))
+    assert (report["owner"], report["created"]) == (BOB, 1)
+    [made] = as_json(invoke(home, "list", "--json", who=BOB))["memories"]
+    assert (made["kind"], made["content"]) == ("preference", "I prefer green tea")
+    assert made["extra"]["x_import"]["format"] == "personaxis"

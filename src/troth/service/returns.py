@@ -14,8 +14,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,33 @@ def _same_view(found: Carried, records: tuple[Record, ...], owner: str) -> str |
     return f"a {found.format} file is never restored verbatim"
 
 
+# What a creating entry's metadata says about its memory that an import carries over (the
+# status, review and provenance are the importing ledger's to decide).
+CARRIED_FIELDS = (
+    "kind",
+    "topic",
+    "title",
+    "ttl",
+    "confidence",
+    "importance",
+    "valid_from",
+    "valid_until",
+    "path",
+    "page_type",
+    "partition",
+)
+
+
+def _created_fields(meta: str | None) -> dict[str, Any]:
+    if meta is None:
+        return {}
+    document = json.loads(meta)
+    if document.get("event") != "propose":
+        return {}
+    given = document.get("fields", {})
+    return {k: given[k] for k in CARRIED_FIELDS if given.get(k) is not None}
+
+
 def batch_refusal(policy: Policy, memory: MemoryRecord) -> str | None:
     """Why the policy keeps a memory out of a batch approval (None: it may be approved).
 
@@ -157,6 +185,8 @@ class Returns:
             )
         if mode == "restore":
             report = self._restore(path, fmt=fmt, owner=whose, reanchor=reanchor, progress=progress)
+        elif path.is_file() and ledger_copy.sidecars(path)[0].is_file() and not reanchor:
+            report = self._import_with_copy(path, fmt=fmt, owner=whose, progress=progress)
         else:
             report = self.portability.import_path(
                 path, fmt=fmt, mode=mode, owner=whose, reanchor=reanchor, progress=progress
@@ -208,6 +238,22 @@ class Returns:
             " provenance, and wait for review"
         )
         return report
+
+    def _import_with_copy(
+        self, path: Path, *, fmt: str | None, owner: str, progress: Progress | None
+    ) -> ImportReport:
+        """A troth personaxis export imported plainly: each memory keeps the kind, topic and
+        other fields its creating entry's metadata (in the copy beside it) records."""
+        found = carried(path, path.read_bytes(), fmt)
+        if found.format != "personaxis" or found.copy is None:
+            return self.portability.import_path(path, fmt=fmt, owner=owner, progress=progress)
+        items, refused = personaxis.items(found.data, name=path.name)
+        fields = {r.entry.hash: _created_fields(r.meta) for r in found.copy.records}
+        items = [replace(i, fields={**fields.get(i.key[0], {}), **i.fields}) for i in items]
+        report = ImportReport("personaxis", "import", owner, refused=refused)
+        return self.portability.write_items(
+            items, owner=owner, restore=False, report=report, progress=progress
+        )
 
     def _approve(self, report: ImportReport, *, note: str) -> None:
         """Approve what the run proposed, each approval audited with the same note."""
