@@ -137,6 +137,11 @@ def batch_refusal(policy: Policy, memory: MemoryRecord) -> str | None:
         return "it reads as an instruction to the assistant; review it on its own"
     table = policy.source.get("batch_approval", {})
     topics = table.get("refuse_topics", sorted(policy.sensitive_topics))
+    if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
+        raise InvalidInputError(
+            "policy batch_approval.refuse_topics must be a list of topic names",
+            field="batch_approval.refuse_topics",
+        )
     if memory.topic in topics:
         return f"the policy keeps {memory.topic} memories for one-by-one review"
     return None
