@@ -28,6 +28,7 @@ from troth.adapters.console import (
     styled,
     with_json,
 )
+from troth.formats import ledger_copy
 
 
 @click.command()
@@ -113,12 +114,14 @@ def export_command(
         result = ctx.memory.export_to(
             fmt, output, owner=owner, at=at.replace(tzinfo=UTC) if at else None
         )
+        beside = [str(p) for p in ledger_copy.sidecars(output) if fmt != "pcp" and p.is_file()]
         emit(
             ctx,
-            {**result.to_dict(), "path": str(output)},
+            {**result.to_dict(), "path": str(output), "beside": beside},
             lambda: out_console.print(
                 f"{result.items} items written to {output}"
-                + "".join(f"\n  left out: {o['what']} ({o['reason']})" for o in result.omitted),
+                + "".join(f"\n  left out: {o['what']} ({o['reason']})" for o in result.omitted)
+                + "".join(f"\n  with {p}" for p in beside),
                 highlight=False,
             ),
         )

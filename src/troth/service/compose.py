@@ -5,7 +5,7 @@
     Memory (facade: the public verbs, each one line of delegation)
       │
       ├── use cases   Writes · Changes · Retention · Integrity · Reads
-      │               Portability · Checkpoints · Migration · Tokens
+      │               Portability · Returns (restore by proof) · Checkpoints · Migration · Tokens
       │
       ├── Admission   validates a creation and asks the policy once
       ├── Ledger      the verified, serialised write path; verified tips; erasers
@@ -83,10 +83,8 @@ class Services:
             clock,
             max_concurrent_recalls=max_concurrent_recalls,
         )
+        self.portability = Portability(self.parties, self.admission, self.ledger, self.integrity)
         restorer = Restorer(self.parties, self.ledger, self.vectors)
-        self.portability = Portability(
-            self.parties, self.admission, self.ledger, self.integrity, restorer
-        )
         self.returns = Returns(self.portability, restorer, self.changes, policy)
         self.checkpoints = Checkpoints(self.parties, self.admission, self.ledger, clock)
         self.migration = Migration(store, self.vectors, open_store)

@@ -2,13 +2,18 @@
 
 Two ways in:
 
-- **restore** — the same context coming back (a PCP archive or page troth wrote, or a
-  personaxis log into an empty ledger): every key is kept, server-stamped ones included,
-  and no ``x_import`` is added;
+- **restore** — the same ledger coming back. The facade's restore (``service/returns.py``)
+  writes an export's restore copy verbatim once its signed checkpoint proves its origin;
+  here, ``mode="restore"`` is the page-level primitive for a PCP archive or page: every key
+  is kept, server-stamped ones included, and no ``x_import`` is added;
 - **import** — memories from elsewhere: each gets ``x_import`` (format, import instant,
   source id, path and sha256, the source's ``recorded_at``, ``source`` and ``review``, and
   the source values PCP has no key for); ``recorded_at`` becomes the import instant and
   what an agent or a tool made comes in ``proposed``.
+
+Every export to a file carries its proof (docs/formats.md): the restore copy of the rows it
+was made from (``formats/ledger_copy.py``) and, with a sealer attached, the signed
+checkpoint of those rows — inside an archive, beside a personaxis or HUX file.
 
 A run reads and checks its whole input first: any defect (bad JSON or YAML, a broken chain,
 a path that climbs out, a bomb, a checksum) is a FormatError naming the file and line, and
@@ -49,7 +54,6 @@ from troth.service.drafts import CreationPlan, Draft
 from troth.service.integrity import Integrity
 from troth.service.ledger import Ledger
 from troth.service.proofs import Proofs
-from troth.service.restoring import Restorer
 from troth.storage.base import MemoryFilter
 
 MODES: Final = ("import", "restore")
@@ -286,14 +290,12 @@ class Portability:
         admission: Admission,
         ledger: Ledger,
         integrity: Integrity,
-        restorer: Restorer,
     ) -> None:
         self.parties = parties
         self.store = parties.store
         self.admission = admission
         self.ledger = ledger
         self.integrity = integrity
-        self.restorer = restorer
         # Signs what is exported and checks what comes back; without a sealer (a library
         # facade nobody attached one to) exports carry no checkpoint and restores are imports.
         self.proofs = Proofs()
@@ -712,8 +714,12 @@ class Portability:
                     f" {codec.name} comes in with --mode import",
                     field="mode",
                 )
-            if restore and codec.name == "personaxis":
-                return self._restore_chain(data, name=name, owner=whose, reanchor=reanchor)
+            if restore and codec.name in ("personaxis", "hux"):
+                raise InvalidInputError(
+                    f"{name}: a {codec.name} export restores through Memory.import_path, with"
+                    " its restore copy and checkpoint (or Memory.restore_chain for a chain)",
+                    field="mode",
+                )
             found, skipped = codec.decode(
                 data, name=name, restore=restore, reanchor=reanchor, known=known
             )
@@ -734,17 +740,6 @@ class Portability:
             progress=progress,
             known=known,
         )
-
-    def _restore_chain(self, data: bytes, *, name: str, owner: str, reanchor: bool) -> ImportReport:
-        """A personaxis log restored verbatim into an empty ledger (``Memory.restore_chain``)."""
-        entries = personaxis.verified(data, name=name, anchor=reanchor)
-        report = ImportReport("personaxis", "restore", owner)
-        if entries and self.store.tip(owner).head == entries[-1].hash:
-            report.unchanged = len(entries)
-            return report
-        self.integrity.restore_chain(owner, entries, actor=None)
-        report.created = [e.hash for e in entries]
-        return report
 
     def import_path(
         self,

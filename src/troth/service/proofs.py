@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from troth.core import merkle
 from troth.core.errors import FormatError, IntegrityError
-from troth.core.events import Record, meta_problem, verify_records
+from troth.core.events import Record, chain_problem
 from troth.formats import note, tlog
 from troth.formats.ledger_copy import LedgerCopy
 from troth.service.sealing import Sealer
@@ -119,15 +119,10 @@ class Proofs:
         if problem is not None:
             return Origin(False, problem, opened)
         # The root commits to each entry's content_hash: the texts and metadata must match too.
-        rows = [Record(i, r.entry, r.meta, r.texts) for i, r in enumerate(copy.records)]
-        chain = verify_records(rows)
-        broken = (
-            chain.broken_at
-            if not chain.ok
-            else next((r.seq for r in rows if meta_problem(r) is not None), None)
-        )
+        broken = chain_problem(copy.records)  # the copy's rows are numbered from 0
         if broken is not None:
+            at, why = broken
             return Origin(
-                False, f"the restore copy in {where} does not verify at entry #{broken}", opened
+                False, f"the restore copy in {where} does not verify at entry #{at} ({why})", opened
             )
         return Origin(True, f"signed checkpoint of {opened.size} entries verifies", opened)

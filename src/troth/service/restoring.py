@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from troth.core import lifecycle
 from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, NotFoundError
-from troth.core.events import Record, meta_problem, verify_records
+from troth.core.events import Record, chain_problem
 from troth.service.base import Parties
 from troth.service.ledger import Ledger
 from troth.service.vectors import Vectors
@@ -38,11 +38,9 @@ class Restored:
 def _checked(records: Sequence[Record]) -> list[Record]:
     """The rows renumbered from 0, once the chain and every row's metadata verify."""
     rows = [Record(i, r.entry, r.meta, dict(r.texts)) for i, r in enumerate(records)]
-    result = verify_records(rows)
-    broken = next((r.seq for r in rows if meta_problem(r) is not None), None)
-    if not result.ok or broken is not None:
-        at = result.broken_at if not result.ok else broken
-        why = result.reason if not result.ok else meta_problem(rows[at or 0])
+    problem = chain_problem(rows)
+    if problem is not None:
+        at, why = problem
         raise IntegrityError(
             f"entry #{at} of the restore copy does not verify ({why}); nothing was restored",
             broken_at=at,
