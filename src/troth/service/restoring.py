@@ -73,7 +73,12 @@ class Restorer:
             held = list(tx.records(0))
             before = {m for m in projection if tx.get(m) is not None} if held else set()
             for index, (mine, theirs) in enumerate(zip(held, rows, strict=False)):
-                if mine.entry.hash != theirs.entry.hash or mine.meta != theirs.meta:
+                erased = mine.entry.redacted or theirs.entry.redacted
+                if (
+                    mine.entry.hash != theirs.entry.hash
+                    or mine.meta != theirs.meta
+                    or (mine.entry.content != theirs.entry.content and not erased)
+                ):
                     raise ConflictError(
                         f"the ledger of {owner} and the restore copy part at entry #{index}"
                         f" ({mine.entry.hash[:12]} here, {theirs.entry.hash[:12]} in the copy);"
