@@ -145,3 +145,15 @@ def test_a_personaxis_export_imported_plainly_keeps_its_kinds(tmp_path: Path) ->
     [made] = as_json(invoke(home, "list", "--json", who=BOB))["memories"]
     assert (made["kind"], made["content"]) == ("preference", "I prefer green tea")
     assert made["extra"]["x_import"]["format"] == "personaxis"
+
+
+@pytest.mark.parametrize(("fmt", "name"), [("pcp", "a.zip"), ("hux", "m.json")])
+def test_an_export_imported_into_its_own_ledger_adds_nothing(
+    source: Path, tmp_path: Path, fmt: str, name: str
+) -> None:
+    out = tmp_path / name
+    invoke(source, "export", "--format", fmt, "-o", str(out))
+    before = tip(source)
+    report = as_json(invoke(source, "import", str(out), "--json"))
+    assert (report["created"], report["unchanged"]) == (0, 3)
+    assert tip(source) == before

@@ -731,6 +731,8 @@ class Portability:
             items = [replace(i, status="proposed") for i in items]
         label = names[0] if len(set(names)) == 1 else "mixed"
         report = ImportReport(label, mode, whose, refused=refused)
+        if not restore:  # an export coming back into the ledger it came from: already here
+            items = self._not_here(items, whose, report)
         return self.write_items(
             items,
             owner=whose,
@@ -740,6 +742,19 @@ class Portability:
             progress=progress,
             known=known,
         )
+
+    def _not_here(self, items: list[Item], owner: str, report: ImportReport) -> list[Item]:
+        """The items that are not a memory this ledger holds already (same id, same text):
+        those are counted unchanged, so importing an export into its own ledger adds nothing."""
+        held = self.store.projection(owner)
+        out = []
+        for item in items:
+            same = held.get(str((item.x_import or {}).get("id")))
+            if same is not None and same.content == item.content:
+                report.unchanged += 1
+            else:
+                out.append(item)
+        return out
 
     def import_path(
         self,
