@@ -29,6 +29,7 @@ from troth.formats.ledger_copy import LedgerCopy
 from troth.formats.registry import Refusal
 from troth.service.changes import Changes
 from troth.service.portability import (
+    MODES,
     RESTORABLE,
     ImportReport,
     Portability,
@@ -181,6 +182,8 @@ class Returns:
         approve: bool = False,
     ) -> ImportReport:
         """Import a file, an archive or a folder; restore one whose origin is proven."""
+        if mode not in MODES:
+            raise InvalidInputError(f"mode is import or restore; got {mode!r}", field="mode")
         whose = check_principal(owner, "owner") if owner else self.parties.principal
         if approve and self.parties.principal != whose:
             raise PolicyDeniedError(
@@ -249,7 +252,8 @@ class Returns:
     ) -> ImportReport:
         """A troth personaxis export imported plainly: each memory keeps the kind, topic and
         other fields its creating entry's metadata (in the copy beside it) records."""
-        found = carried(path, path.read_bytes(), fmt)
+        [(_name, data)] = read_sources(path)  # the size limits of every import
+        found = carried(path, data, fmt)
         if found.format != "personaxis" or found.copy is None:
             return self.portability.import_path(path, fmt=fmt, owner=owner, progress=progress)
         items, refused = personaxis.items(found.data, name=path.name)
