@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pytest
 
 from tests.conftest import SHARED
 from tests.install.conftest import REPO, Installed, fresh_home, newcomer_env
@@ -211,10 +212,9 @@ def troth_json(walk: Walkthrough, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def ledger_state(walk: Walkthrough) -> dict[str, Any]:
-    """Each owner's chain length and head, and the memories the acting person sees."""
-    owners = {o["owner"]: (o["length"], o["head"]) for o in troth_json(walk, "verify")["owners"]}
-    return {"owners": owners, "memories": troth_json(walk, "list")}
+def ledger_state(walk: Walkthrough) -> dict[str, tuple[int, str]]:
+    """Each owner's chain length and head: equal heads mean no memory was written twice."""
+    return {o["owner"]: (o["length"], o["head"]) for o in troth_json(walk, "verify")["owners"]}
 
 
 def after_export(walk: Walkthrough) -> None:
@@ -222,7 +222,7 @@ def after_export(walk: Walkthrough) -> None:
 
 
 def after_restore(walk: Walkthrough) -> None:
-    # "into the ledger it came from: nothing changes" — no memory twice, the same head.
+    # "into the ledger it came from: nothing changes" — no entry written, no memory twice.
     assert re.search(
         r"pcp restore into human:alice: 0 created, \d+ unchanged, 0 refused", walk.seen
     )
@@ -252,6 +252,9 @@ README_CHECKS: dict[str, Callable[[Walkthrough], None]] = {
 }
 
 
+# The whole README, a few dozen commands each starting the program, runs in one test: on a
+# machine shared with other work it needs more than the suite's 300 s per test.
+@pytest.mark.timeout(900)
 def test_every_block_of_the_readme_runs_in_order(
     installed: Installed, tmp_path: Path, pg_url: str
 ) -> None:
