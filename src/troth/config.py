@@ -186,8 +186,11 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
         embedder=embedder,
         max_concurrent_recalls=settings.max_concurrent_recalls,
     )
+    sealer = build_sealer(memory, settings)
     # Reads and repairs are held against the witnessed checkpoints (docs/ledger.md, §13).
-    memory.anchor(build_sealer(memory, settings).witnessed)
+    memory.anchor(sealer.witnessed)
+    # Exports carry the signed checkpoint they were cut at; restores are proven by it.
+    memory.seal_exports_with(sealer)
     return memory
 
 

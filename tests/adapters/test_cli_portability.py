@@ -74,9 +74,16 @@ def test_an_archive_round_trips_through_the_cli(source: Path, tmp_path: Path) ->
     assert (report["created"], report["unchanged"], report["refused"]) == (3, 0, [])
     second = tmp_path / "second.zip"
     assert invoke(target, "export", "--format", "pcp", "-o", str(second), "--at", AT).exit_code == 0
-    assert second.read_bytes() == first.read_bytes()
+    # Every member is the same but the checkpoint, which names the ledger that signed it
+    # (each home is its own ledger), and the manifest that lists its checksum.
+    one, two = (
+        archive.read(first.read_bytes(), where="1"),
+        archive.read(second.read_bytes(), where="2"),
+    )
+    assert {n for n in one if one[n] != two[n]} == {"manifest.json", "troth/checkpoint.note"}
     again = as_json(invoke(target, "import", str(first), "--mode", "restore", "--json"))
     assert (again["created"], again["unchanged"]) == (0, 3)
+    assert tip(target).length == tip(source).length  # the source's rows, and one export each
 
 
 def test_import_reports_created_unchanged_and_refused(source: Path, tmp_path: Path) -> None:
@@ -119,8 +126,12 @@ def test_a_legacy_log_is_reanchored_on_restore(tmp_path: Path) -> None:
     log.write_bytes(LOGS["legacy_chain"])
     home = tmp_path / "home"
     data = as_json(invoke(home, "import", str(log), "--mode", "restore", "--reanchor", "--json"))
-    assert (data["format"], data["mode"]) == ("personaxis", "restore")
+    # Another runtime's log proves no origin: it comes in as an import, held for review.
+    assert (data["format"], data["mode"]) == ("personaxis", "import")
+    assert "carries no restore copy" in data["as_import"]
     assert data["created"] == len(LOGS["legacy_chain"].splitlines())
+    listed = as_json(invoke(home, "list", "--status", "proposed", "--json"))
+    assert len(listed) == data["created"]
     verified = invoke(home, "verify", "--json")
     assert verified.exit_code == EXIT_OK, verified.output
 

@@ -27,12 +27,15 @@ import re
 import shlex
 import subprocess
 import sys
+import zipfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import click
+import pytest
 
 from tests.conftest import SHARED
 from tests.install.conftest import REPO, Installed, fresh_home, newcomer_env
@@ -91,6 +94,7 @@ class Walkthrough:
         self.port = 8765
         self.servers = ExitStack()
         self.ran: list[str] = []
+        self.state: dict[str, Any] = {}  # what README_CHECKS remember between lines
 
     def fill(self, text: str) -> str:
         """The placeholders replaced by what the test knows."""
@@ -160,6 +164,9 @@ class Walkthrough:
             else:
                 self.provide(raw)
                 self.shell(self.fill(raw))
+                check = README_CHECKS.get(raw.split("#", 1)[0].strip())
+                if check is not None:
+                    check(self)
 
     def install_env(self) -> dict[str, str]:
         from tests.install.conftest import fill_wheelhouse
@@ -190,6 +197,64 @@ class Walkthrough:
         )
 
 
+def troth_json(walk: Walkthrough, *args: str) -> Any:
+    """A ``troth … --json`` answer in the walkthrough's environment (it must succeed)."""
+    done = subprocess.run(
+        [str(walk.installed.troth), *args, "--json"],
+        cwd=walk.work,
+        env=walk.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def ledger_state(walk: Walkthrough) -> dict[str, tuple[int, str]]:
+    """Each owner's chain length and head: equal heads mean no memory was written twice."""
+    return {o["owner"]: (o["length"], o["head"]) for o in troth_json(walk, "verify")["owners"]}
+
+
+def after_export(walk: Walkthrough) -> None:
+    walk.state["exported"] = ledger_state(walk)
+
+
+def after_restore(walk: Walkthrough) -> None:
+    # "into the ledger it came from: nothing changes" — no entry written, no memory twice.
+    assert re.search(
+        r"pcp restore into human:alice: 0 created, \d+ unchanged, 0 refused", walk.seen
+    )
+    assert ledger_state(walk) == walk.state["exported"]
+
+
+def after_import_elsewhere(walk: Walkthrough) -> None:
+    # "into another ledger, x_import provenance": bob holds a copy of each exported page,
+    # approved in the same run unless the policy keeps its topic for review.
+    bob = troth_json(walk, "--as", "human:bob", "list")["memories"]
+    imported = [m for m in bob if m["extra"].get("x_import", {}).get("format") == "pcp"]
+    assert sorted(m["content"] for m in imported) == sorted(page_texts(walk.work / "memories.zip"))
+    assert all(m["status"] == "active" or m["sensitivity"] == "sensitive" for m in imported)
+
+
+def page_texts(path: Path) -> list[str]:
+    """The memory text of each page of a PCP archive (the body after its frontmatter)."""
+    with zipfile.ZipFile(path) as archive:
+        pages = [n for n in archive.namelist() if n.startswith("memory/")]
+        return [archive.read(n).decode().split("---\n", 2)[2].rstrip("\n") for n in pages]
+
+
+README_CHECKS: dict[str, Callable[[Walkthrough], None]] = {
+    "troth export --format pcp -o memories.zip": after_export,
+    "troth import memories.zip --mode restore": after_restore,
+    "troth --as human:bob import memories.zip --approve": after_import_elsewhere,
+}
+
+
+# The whole README, a few dozen commands each starting the program, runs in one test: on a
+# machine shared with other work it needs more than the suite's 300 s per test.
+@pytest.mark.timeout(900)
 def test_every_block_of_the_readme_runs_in_order(
     installed: Installed, tmp_path: Path, pg_url: str
 ) -> None:

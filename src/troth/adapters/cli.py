@@ -36,7 +36,13 @@ from troth.adapters.console import (
 )
 from troth.adapters.exchange import checkpoint, export_command, import_command, migrate
 from troth.adapters.gate_command import gate
-from troth.adapters.sealing_commands import hold_against_witnesses, prove, render_holdings, seal
+from troth.adapters.sealing_commands import (
+    hold_against_witnesses,
+    prove,
+    render_holdings,
+    seal,
+    verify_against,
+)
 from troth.adapters.witness_server import witness
 from troth.config import Settings
 from troth.core.errors import TrothError
@@ -436,12 +442,21 @@ def redact(
 
 @cli.command()
 @click.option("--owner")
+@click.option(
+    "--against",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Check an exported file against the signed checkpoint it carries, or the ledger"
+    " against a checkpoint note (troth seal -o FILE).",
+)
 @json_option
 @click.pass_obj
-def verify(obj: Context, owner: str | None, as_json: bool) -> None:
+def verify(obj: Context, owner: str | None, against: Path | None, as_json: bool) -> None:
     """Verify every chain, compare each projection with the ledger, and hold the store
-    against the newest checkpoints its witness holds."""
+    against the newest checkpoints its witness holds (or check one file: --against)."""
     ctx = with_json(obj, as_json)
+    if against is not None:
+        verify_against(ctx, against, owner)
+        return
     with handled(ctx):
         reports = ctx.memory.verify(owner)
         held = hold_against_witnesses(ctx, owner, [r.owner for r in reports if not r.chain.ok])

@@ -33,6 +33,7 @@ from troth.adapters.console import (
 )
 from troth.config import DATABASE_NAME, build_memory
 from troth.core.errors import NotFoundError
+from troth.formats import ledger_copy
 from troth.service.memory import Memory
 from troth.service.migration import MigrationReport
 
@@ -161,12 +162,14 @@ def export_command(
         result = ctx.memory.export_to(
             fmt, output, owner=owner, at=at.replace(tzinfo=UTC) if at else None
         )
+        beside = [str(p) for p in ledger_copy.sidecars(output) if fmt != "pcp" and p.is_file()]
         emit(
             ctx,
-            {**result.to_dict(), "path": str(output)},
+            {**result.to_dict(), "path": str(output), "beside": beside},
             lambda: out_console.print(
                 f"{result.items} items written to {output}"
-                + "".join(f"\n  left out: {o['what']} ({o['reason']})" for o in result.omitted),
+                + "".join(f"\n  left out: {o['what']} ({o['reason']})" for o in result.omitted)
+                + "".join(f"\n  with {p}" for p in beside),
                 highlight=False,
             ),
         )
@@ -192,6 +195,12 @@ def export_command(
 )
 @click.option("--owner", help="Whose ledger receives the memories.")
 @click.option("--reanchor", is_flag=True, help="Re-anchor a legacy (≤0.10) personaxis log.")
+@click.option(
+    "--approve",
+    is_flag=True,
+    help="Approve what the import proposes, in the same run (your own export coming back);"
+    " the policy keeps some topics for one-by-one review.",
+)
 @json_option
 @click.pass_obj
 def import_command(
@@ -201,6 +210,7 @@ def import_command(
     mode: str,
     owner: str | None,
     reanchor: bool,
+    approve: bool,
     as_json: bool,
 ) -> None:
     """Import PATH (a file, a PCP archive or a folder of notes); nothing half-written."""
@@ -214,7 +224,13 @@ def import_command(
                 bar.update(task, completed=done, total=total)
 
             report = ctx.memory.import_path(
-                path, fmt=fmt, mode=mode, owner=owner, reanchor=reanchor, progress=progress
+                path,
+                fmt=fmt,
+                mode=mode,
+                owner=owner,
+                reanchor=reanchor,
+                progress=progress,
+                approve=approve,
             )
 
         def human() -> None:
@@ -225,6 +241,12 @@ def import_command(
             )
             for refusal in report.refused:
                 out_console.print(f"  refused {refusal.where}: {refusal.reason}", highlight=False)
+            if report.as_import is not None:
+                out_console.print(styled("note", "yellow", f" {report.as_import}"))
+            if report.approved or report.held:
+                out_console.print(f"  approved {len(report.approved)}", highlight=False)
+            for held in report.held:
+                out_console.print(f"  left for review {held.where}: {held.reason}", highlight=False)
 
         emit(ctx, report.to_dict(), human)
         if report.refused:

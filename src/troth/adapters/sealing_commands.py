@@ -10,16 +10,26 @@ inclusion proofs of a memory's entries against the checkpoint it signs. See docs
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
-from troth.adapters.console import Context, emit, handled, json_option, out_console, with_json
+from troth.adapters.console import (
+    EXIT_NOT_FOUND,
+    Context,
+    emit,
+    handled,
+    json_option,
+    out_console,
+    styled,
+    with_json,
+)
 from troth.config import build_sealer
 from troth.service.sealing import Holding
 
-__all__ = ["hold_against_witnesses", "prove", "render_holdings", "seal"]
+__all__ = ["hold_against_witnesses", "prove", "render_holdings", "seal", "verify_against"]
 
 
 @click.command()
@@ -107,3 +117,18 @@ def render_holdings(holdings: list[Holding]) -> None:
             )
         else:
             out_console.print(f"[red]{h.state.replace('_', ' ')}[/]  {h.message}", highlight=False)
+
+
+def verify_against(ctx: Context, path: Path, owner: str | None) -> None:
+    """``verify --against FILE``: an export against its checkpoint, or the ledger against a
+    checkpoint note; exit 1 when they do not agree (a cut-off or changed file, a rollback)."""
+    with handled(ctx):
+        found = ctx.memory.verify_export(path, owner=owner)
+
+        def human() -> None:
+            label = ("ok", "green") if found["ok"] else ("does not match", "red")
+            out_console.print(styled(*label, f"  {found['message']}"), highlight=False)
+
+        emit(ctx, found, human)
+        if not found["ok"]:
+            sys.exit(EXIT_NOT_FOUND)

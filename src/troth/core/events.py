@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -264,6 +264,19 @@ def meta_problem(record: Record) -> str | None:
         return "metadata is not in canonical form"
     if document.get("v") != META_VERSION or document.get("event") not in EVENTS:
         return "metadata is not a troth event of a known version"
+    return None
+
+
+def chain_problem(records: Sequence[Record]) -> tuple[int, str] | None:
+    """Where and why rows taken from outside the store (a restore) do not verify: the chain
+    by :func:`verify_records`, then each row's metadata by :func:`meta_problem`."""
+    result = verify_records(records)
+    if not result.ok:
+        return result.broken_at or 0, result.reason or "the chain does not verify"
+    for record in records:
+        why = meta_problem(record)
+        if why is not None:
+            return record.seq, why
     return None
 
 

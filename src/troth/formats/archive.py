@@ -6,6 +6,8 @@ Layout::
     profile/core.json    the core profile: {"pcp_version": "0.1", "name": <owner>}
     memory/<path>.md     one page per exported memory
     audit/log.jsonl      each exported memory's audit trail, one item a line
+    troth/ledger.jsonl   troth's restore copy of the owner's ledger rows (ledger_copy.py)
+    troth/checkpoint.note  the signed checkpoint the export was cut at (a C2SP signed note)
 
 Writing is deterministic: the same files and export instant give the same archive bytes
 (fixed member order, times, owners and modes). Reading refuses, before anything is written
@@ -100,8 +102,13 @@ def build(
     sensitive_pages: int,
     omitted: Sequence[Mapping[str, Any]] = (),
     audit_range: tuple[str, str] | None = None,
+    extra: Mapping[str, bytes] | None = None,
 ) -> dict[str, bytes]:
-    """Every file of an archive, ``manifest.json`` first, in archive order."""
+    """Every file of an archive, ``manifest.json`` first, in archive order.
+
+    ``extra`` members (troth's restore copy and checkpoint, under ``troth/``) are listed in
+    the manifest with their checksums like every file; PCP readers ignore them.
+    """
     profile = {"pcp_version": "0.1", "name": owner}
     files: dict[str, bytes] = {
         PROFILE: (json.dumps(profile, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
@@ -109,6 +116,8 @@ def build(
     for path, data in sorted(pages):
         files[f"{PAGES}{path}.md"] = data
     files[AUDIT] = b"".join(audit_lines)
+    for name, data in sorted((extra or {}).items()):
+        files[check_member(name, where="archive")] = data
     audit: dict[str, Any] = {"path": AUDIT, "entries": len(audit_lines)}
     if audit_range is not None:
         audit["from"], audit["to"] = audit_range

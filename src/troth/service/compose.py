@@ -5,7 +5,7 @@
     Memory (facade: the public verbs, each one line of delegation)
       │
       ├── use cases   Writes · Changes · Retention · Integrity · Reads
-      │               Portability · Checkpoints · Migration · Tokens
+      │               Portability · Returns (restore by proof) · Checkpoints · Migration · Tokens
       │
       ├── Admission   validates a creation and asks the policy once
       ├── Ledger      the verified, serialised write path; verified tips; erasers
@@ -38,7 +38,9 @@ from troth.service.portability import Portability
 from troth.service.readcheck import ReadCheck
 from troth.service.reads import Reads
 from troth.service.requests import Requests
+from troth.service.restoring import Restorer
 from troth.service.retention import Retention
+from troth.service.returns import Returns
 from troth.service.stores import open_store
 from troth.service.tokens import Tokens
 from troth.service.vectors import Vectors
@@ -91,6 +93,8 @@ class Services:
             max_concurrent_recalls=max_concurrent_recalls,
         )
         self.portability = Portability(self.parties, self.admission, self.ledger, self.integrity)
+        restorer = Restorer(self.parties, self.ledger, self.vectors)
+        self.returns = Returns(self.portability, restorer, self.changes, policy)
         self.checkpoints = Checkpoints(self.parties, self.admission, self.ledger, clock)
         self.migration = Migration(store, self.vectors, open_store)
 

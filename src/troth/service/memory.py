@@ -47,6 +47,7 @@ from troth.service.drafts import Draft, WriteFields, WriteItem, WriteResult
 from troth.service.integrity import OwnerReport
 from troth.service.migration import MigrationReport
 from troth.service.portability import ExportResult, ImportReport
+from troth.service.proofs import Proofs
 from troth.service.readcheck import Anchor
 from troth.service.recall import Query, RecallHit
 from troth.service.requests import request_of
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from troth.core.chain import Entry, Verification
     from troth.core.events import Record
     from troth.embedding import Embedder
+    from troth.service.sealing import Sealer
 
 __all__ = ["Clock", "Draft", "Memory", "MemoryFilter", "OwnerReport", "WriteResult", "utc_now"]
 
@@ -465,17 +467,32 @@ class Memory:
         owner: str | None = None,
         reanchor: bool = False,
         progress: Progress | None = None,
+        approve: bool = False,
     ) -> ImportReport:
-        """Import or restore a file, an archive or a folder of notes (service/portability.py)."""
+        """Import or restore a file, an archive or a folder of notes (service/portability.py).
+
+        ``approve``: the person approves what the import proposed, in the same run (each
+        approval audited; the policy keeps some topics for one-by-one review)."""
         self.access.require(WRITE, "import memories")
-        return self.parts.portability.import_path(
+        return self.parts.returns.import_path(
             path,
             fmt=fmt,
             mode=mode,
             owner=self.access.owner(owner),
             reanchor=reanchor,
             progress=progress,
+            approve=approve,
         )
+
+    def seal_exports_with(self, sealer: Sealer) -> None:
+        """Sign every export with ``sealer``'s key, and trust its keys to prove a restore."""
+        self.parts.portability.proofs = Proofs(sealer)
+
+    def verify_export(self, path: Path, *, owner: str | None = None) -> dict[str, Any]:
+        """Check an exported file (or a checkpoint note, against the ledger) by its checkpoint."""
+        self.access.require(READ, "verify an export")
+        named = None if owner is None else self.access.owner(owner)
+        return self.parts.returns.verify_against(path, owner=named)
 
     def handle_checkpoint(
         self,

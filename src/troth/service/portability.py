@@ -2,13 +2,18 @@
 
 Two ways in:
 
-- **restore** — the same context coming back (a PCP archive or page troth wrote, or a
-  personaxis log into an empty ledger): every key is kept, server-stamped ones included,
-  and no ``x_import`` is added;
+- **restore** — the same ledger coming back. The facade's restore (``service/returns.py``)
+  writes an export's restore copy verbatim once its signed checkpoint proves its origin;
+  here, ``mode="restore"`` is the page-level primitive for a PCP archive or page: every key
+  is kept, server-stamped ones included, and no ``x_import`` is added;
 - **import** — memories from elsewhere: each gets ``x_import`` (format, import instant,
   source id, path and sha256, the source's ``recorded_at``, ``source`` and ``review``, and
   the source values PCP has no key for); ``recorded_at`` becomes the import instant and
   what an agent or a tool made comes in ``proposed``.
+
+Every export to a file carries its proof (docs/formats.md): the restore copy of the rows it
+was made from (``formats/ledger_copy.py``) and, with a sealer attached, the signed
+checkpoint of those rows — inside an archive, beside a personaxis or HUX file.
 
 A run reads and checks its whole input first: any defect (bad JSON or YAML, a broken chain,
 a path that climbs out, a bomb, a checksum) is a FormatError naming the file and line, and
@@ -23,11 +28,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from troth.core import lifecycle
 from troth.core.chain import format_ts
 from troth.core.errors import (
     ConflictError,
@@ -36,10 +42,10 @@ from troth.core.errors import (
     NotFoundError,
     PolicyDeniedError,
 )
-from troth.core.events import Event
+from troth.core.events import Event, Record
 from troth.core.records import MemoryRecord, check_principal
 from troth.core.versions import VERSION
-from troth.formats import archive, hux, pcp, personaxis, registry
+from troth.formats import archive, hux, ledger_copy, pcp, personaxis, registry
 from troth.formats.registry import Item, Refusal
 from troth.service import validation as check
 from troth.service.admission import Admission, check_admitted_status, refuse_unstored
@@ -47,12 +53,13 @@ from troth.service.base import Parties, steward_channel
 from troth.service.drafts import CreationPlan, Draft
 from troth.service.integrity import Integrity
 from troth.service.ledger import Ledger
+from troth.service.proofs import Proofs
 from troth.service.provenance import imported
 from troth.storage.base import MemoryFilter
 
 MODES: Final = ("import", "restore")
 EXPORT_FORMATS: Final = ("pcp", "personaxis", "hux")
-RESTORABLE: Final = ("pcp", "pcp-page", "personaxis")
+RESTORABLE: Final = ("pcp", "pcp-page", "personaxis", "hux")
 MAX_FILE_BYTES: Final = archive.DEFAULT_LIMITS.max_file_bytes
 MAX_DIRECTORY_FILES: Final = archive.DEFAULT_LIMITS.max_members
 BATCH: Final = 500  # memories written per transaction on import and restore
@@ -90,10 +97,14 @@ class ImportReport:
     created: list[str] = field(default_factory=list)
     unchanged: int = 0
     refused: list[Refusal] = field(default_factory=list)
+    # Why a restore came in as an import (its origin is not proven), when it did.
+    as_import: str | None = None
+    approved: list[str] = field(default_factory=list)
+    held: list[Refusal] = field(default_factory=list)  # kept out of a batch approval, and why
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
-        return {
+        out: dict[str, Any] = {
             "format": self.format,
             "mode": self.mode,
             "owner": self.owner,
@@ -102,6 +113,12 @@ class ImportReport:
             "refused": [{"where": r.where, "reason": r.reason} for r in self.refused],
             "ids": list(self.created),
         }
+        if self.as_import is not None:
+            out["as_import"] = self.as_import
+        if self.approved or self.held:
+            out["approved"] = list(self.approved)
+            out["held"] = [{"id": r.where, "reason": r.reason} for r in self.held]
+        return out
 
 
 # -- export ------------------------------------------------------------------------------------
@@ -127,10 +144,45 @@ def _omission(memory: MemoryRecord) -> str | None:
     return None
 
 
+def pages_of(memories: Sequence[MemoryRecord]) -> dict[str, tuple[MemoryRecord, bytes]]:
+    """The PCP page of each exportable memory by its path (ledger order decides clashes)."""
+    pages: dict[str, tuple[MemoryRecord, bytes]] = {}
+    for item in memories:
+        if _omission(item) is not None:
+            continue
+        path = item.path or pcp.default_path(item)
+        if path in pages:
+            path = pcp.default_path(item)
+        page = pcp.memory_to_page(item)
+        pcp.validate_frontmatter(page.frontmatter, where=f"memory/{path}.md")
+        pages[path] = (item, pcp.encode_page(page))
+    return pages
+
+
+def in_order(records: Sequence[Record], owner: str) -> list[MemoryRecord]:
+    """The memories ``records`` make, in ledger order: what every export is a view of."""
+    folded = lifecycle.fold(records, owner).values()
+    return sorted(folded, key=lambda m: (m.seq, m.id))
+
+
+def hux_bytes(memories: Sequence[MemoryRecord], *, lines: bool) -> bytes:
+    return hux.encode(memories, lines=lines)
+
+
+def _sidecar(path: Path, data: bytes | None) -> None:
+    if data is None:
+        path.unlink(missing_ok=True)
+        return
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {path}: {exc.strerror}", path=str(path)) from exc
+
+
 # -- import ------------------------------------------------------------------------------------
 
 
-def _read(path: Path) -> list[tuple[str, bytes]]:
+def read_sources(path: Path) -> list[tuple[str, bytes]]:
     """(name, bytes) for a file, or for every ``.md`` file under a directory."""
     if path.is_dir():
         found = sorted(p for p in path.rglob("*.md") if p.is_file() or p.is_symlink())
@@ -234,13 +286,20 @@ class Portability:
     """Export and import over the facade's collaborators: every write takes the ledger's path."""
 
     def __init__(
-        self, parties: Parties, admission: Admission, ledger: Ledger, integrity: Integrity
+        self,
+        parties: Parties,
+        admission: Admission,
+        ledger: Ledger,
+        integrity: Integrity,
     ) -> None:
         self.parties = parties
         self.store = parties.store
         self.admission = admission
         self.ledger = ledger
         self.integrity = integrity
+        # Signs what is exported and checks what comes back; without a sealer (a library
+        # facade nobody attached one to) exports carry no checkpoint and restores are imports.
+        self.proofs = Proofs()
 
     def _owner(self, owner: str | None) -> str:
         return check_principal(owner, "owner") if owner is not None else self.parties.principal
@@ -271,25 +330,24 @@ class Portability:
         return result
 
     def pcp_files(
-        self, *, owner: str | None = None, at: datetime | None = None
+        self, *, owner: str | None = None, at: datetime | None = None, proof: bool = True
     ) -> tuple[dict[str, bytes], tuple[str, ...], tuple[dict[str, Any], ...]]:
-        """The files of an owner's PCP archive, the ids of the exported memories, the omissions."""
+        """The files of an owner's PCP archive, the ids of the exported memories, the omissions.
+
+        With ``proof`` the archive also carries its restore copy (``troth/ledger.jsonl``) and,
+        when a sealer is attached, the signed checkpoint it was cut at
+        (``troth/checkpoint.note``); pages and copy are made from the same rows.
+        """
         whose = self._owner(owner)
         exported_at = _stamp(at)
-        everything = sorted(self.store.memories(whose, MemoryFilter()), key=lambda m: m.seq)
+        records = list(self.store.records(whose))
+        everything = in_order(records, whose)
         left_out: dict[str, int] = {}
-        pages: dict[str, tuple[MemoryRecord, bytes]] = {}
         for item in everything:
             why = _omission(item)
             if why is not None:
                 left_out[why] = left_out.get(why, 0) + 1
-                continue
-            path = item.path or pcp.default_path(item)
-            if path in pages:
-                path = pcp.default_path(item)
-            page = pcp.memory_to_page(item)
-            pcp.validate_frontmatter(page.frontmatter, where=f"memory/{path}.md")
-            pages[path] = (item, pcp.encode_page(page))
+        pages = pages_of(everything)
         audit_lines: list[bytes] = []
         moments: list[str] = []
         for path in sorted(pages):
@@ -309,6 +367,12 @@ class Portability:
             }
             for status, count in sorted(left_out.items())
         )
+        extra: dict[str, bytes] = {}
+        if proof:
+            extra[ledger_copy.ARCHIVE_LEDGER] = ledger_copy.encode(whose, records)
+            note = self.proofs.sign(whose, records)
+            if note is not None:
+                extra[ledger_copy.ARCHIVE_CHECKPOINT] = note
         files = archive.build(
             [(path, data) for path, (_, data) in pages.items()],
             audit_lines,
@@ -318,6 +382,7 @@ class Portability:
             sensitive_pages=sum(1 for m, _ in pages.values() if m.sensitivity == "sensitive"),
             omitted=omitted,
             audit_range=(min(moments), max(moments)) if moments else None,
+            extra=extra,
         )
         ids = tuple(item.id for item, _ in pages.values())
         return files, ids, omitted
@@ -395,6 +460,20 @@ class Portability:
         data, count = self.flat_bytes("hux-jsonl" if lines else fmt, owner=whose)
         return ExportResult(fmt, data, count), ids
 
+    def _flat_with_copy(
+        self, fmt: str, whose: str, *, lines: bool
+    ) -> tuple[ExportResult, tuple[str, ...], bytes, bytes | None]:
+        """A flat export, its restore copy and its signed checkpoint, from one read of the rows."""
+        records = list(self.store.records(whose))
+        memories = in_order(records, whose)
+        if fmt == "personaxis":
+            data, count = personaxis.encode(r.entry for r in records), len(records)
+        else:
+            data, count = hux_bytes(memories, lines=lines), len(memories)
+        ids = tuple(sorted(m.id for m in memories))
+        copy = ledger_copy.encode(whose, records)
+        return ExportResult(fmt, data, count), ids, copy, self.proofs.sign(whose, records)
+
     def export_to(
         self,
         fmt: str,
@@ -414,26 +493,28 @@ class Portability:
             raise NotFoundError(
                 f"{output.parent} is not a folder; create it or write elsewhere", path=str(output)
             )
+        sidecars: list[tuple[Path, bytes | None]] = []
         if fmt == "pcp":
             container = "zip" if output.suffix == ".zip" else "tar"
             result, ids = self._archive(whose, at, container)
         elif fmt in ("personaxis", "hux", "hux-jsonl"):
             lines = fmt == "hux-jsonl" or (fmt == "hux" and output.suffix == ".jsonl")
-            result, ids = self._flat(fmt, whose, lines=lines)
+            kind = "personaxis" if fmt == "personaxis" else "hux"
+            result, ids, copy, note = self._flat_with_copy(kind, whose, lines=lines)
+            sidecars = list(zip(ledger_copy.sidecars(output), (copy, note), strict=True))
         else:
             raise InvalidInputError(
                 f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}", field="format"
             )
+        written = [output, *(path for path, _ in sidecars)]
         try:
-            output.write_bytes(result.data)
-        except OSError as exc:
-            raise InvalidInputError(
-                f"cannot write {output}: {exc.strerror}", path=str(output)
-            ) from exc
-        try:
+            _sidecar(output, result.data)
+            for path, data in sidecars:
+                _sidecar(path, data)
             self.record_export(result, owner=whose, memory_ids=ids)
         except BaseException:
-            output.unlink(missing_ok=True)
+            for path in written:
+                path.unlink(missing_ok=True)
             raise
         return result
 
@@ -616,8 +697,12 @@ class Portability:
         reanchor: bool = False,
         at: datetime | None = None,
         progress: Progress | None = None,
+        hold: bool = False,
     ) -> ImportReport:
-        """Decode and check every source first (all or nothing), then write item by item."""
+        """Decode and check every source first (all or nothing), then write item by item.
+
+        ``hold``: every item comes in ``proposed``, whatever its source says (what a restore
+        whose origin is not proven becomes: an import that waits for review)."""
         if mode not in MODES:
             raise InvalidInputError(f"mode is import or restore; got {mode!r}", field="mode")
         whose = self._owner(owner)
@@ -636,8 +721,12 @@ class Portability:
                     f" {codec.name} comes in with --mode import",
                     field="mode",
                 )
-            if restore and codec.name == "personaxis":
-                return self._restore_chain(data, name=name, owner=whose, reanchor=reanchor)
+            if restore and codec.name in ("personaxis", "hux"):
+                raise InvalidInputError(
+                    f"{name}: a {codec.name} export restores through Memory.import_path, with"
+                    " its restore copy and checkpoint (or Memory.restore_chain for a chain)",
+                    field="mode",
+                )
             found, skipped = codec.decode(
                 data, name=name, restore=restore, reanchor=reanchor, known=known
             )
@@ -645,8 +734,12 @@ class Portability:
             refused.extend(skipped)
         for used in dict.fromkeys(names):  # references across files (basic-memory's links)
             items = registry.get(used).link(items)
+        if hold:
+            items = [replace(i, status="proposed") for i in items]
         label = names[0] if len(set(names)) == 1 else "mixed"
         report = ImportReport(label, mode, whose, refused=refused)
+        if not restore:  # an export coming back into the ledger it came from: already here
+            items = self._not_here(items, whose, report)
         return self.write_items(
             items,
             owner=whose,
@@ -657,16 +750,18 @@ class Portability:
             known=known,
         )
 
-    def _restore_chain(self, data: bytes, *, name: str, owner: str, reanchor: bool) -> ImportReport:
-        """A personaxis log restored verbatim into an empty ledger (``Memory.restore_chain``)."""
-        entries = personaxis.verified(data, name=name, anchor=reanchor)
-        report = ImportReport("personaxis", "restore", owner)
-        if entries and self.store.tip(owner).head == entries[-1].hash:
-            report.unchanged = len(entries)
-            return report
-        self.integrity.restore_chain(owner, entries, actor=None)
-        report.created = [e.hash for e in entries]
-        return report
+    def _not_here(self, items: list[Item], owner: str, report: ImportReport) -> list[Item]:
+        """The items that are not a memory this ledger holds already (same id, same text):
+        those are counted unchanged, so importing an export into its own ledger adds nothing."""
+        held = self.store.projection(owner)
+        out = []
+        for item in items:
+            same = held.get(str((item.x_import or {}).get("id")))
+            if same is not None and same.content == item.content:
+                report.unchanged += 1
+            else:
+                out.append(item)
+        return out
 
     def import_path(
         self,
@@ -681,7 +776,7 @@ class Portability:
     ) -> ImportReport:
         """Import a file, an archive, or a directory of markdown notes."""
         return self.import_files(
-            _read(path),
+            read_sources(path),
             fmt=fmt,
             mode=mode,
             owner=owner,

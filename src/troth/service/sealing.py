@@ -289,6 +289,29 @@ class Sealer:
         self._unsaved.clear()
         self._tips_saved_at = time.monotonic()
 
+    def seal_export(self, owner: str, entry_hashes: Sequence[str]) -> Seal:
+        """The signed checkpoint an export was cut at: the tree of its first ``len(entry_hashes)``
+        entries, which must be the owner's chain as it stands (or a prefix of it, should a
+        write have landed since the export read its rows). Witnessed when it is the whole tree.
+        """
+        tree = self.tree(owner)
+        size = len(entry_hashes)
+        cut = merkle.Tree.of_entries(entry_hashes)
+        if size > tree.size or tree.root(size) != cut.root():
+            raise IntegrityError(
+                f"the exported rows of {owner} are not the first {size} entries of its ledger;"
+                " nothing is signed — export again",
+                owner=owner,
+            )
+        if size == tree.size:
+            return self._seal_tree(owner, tree)
+        checkpoint = tlog.Checkpoint(self.origin(owner), size, cut.root())
+        return Seal(owner, checkpoint, note.sign(checkpoint.to_text(), self._signer()))
+
+    def trusted(self) -> list[note.Verifier]:
+        """The keys whose checkpoints this installation accepts: its own, then trusted.keys."""
+        return self.keys.verifier_keys()
+
     def prove(self, memory_id: str, owner: str | None = None) -> dict[str, Any]:
         """Inclusion proofs of a memory's creating and latest entries, with the checkpoint.
 
