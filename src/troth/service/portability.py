@@ -282,6 +282,21 @@ def _retire(
     return tuple(out)
 
 
+def not_held(
+    held: Mapping[str, MemoryRecord], items: list[Item], report: ImportReport
+) -> list[Item]:
+    """The items that are not a memory the ledger holds already (same id, same text): those
+    are counted unchanged, so importing an export into its own ledger adds nothing."""
+    out = []
+    for item in items:
+        same = held.get(str((item.x_import or {}).get("id")))
+        if same is not None and same.content == item.content:
+            report.unchanged += 1
+        else:
+            out.append(item)
+    return out
+
+
 class Portability:
     """Export and import over the facade's collaborators: every write takes the ledger's path."""
 
@@ -739,7 +754,7 @@ class Portability:
         label = names[0] if len(set(names)) == 1 else "mixed"
         report = ImportReport(label, mode, whose, refused=refused)
         if not restore:  # an export coming back into the ledger it came from: already here
-            items = self._not_here(items, whose, report)
+            items = not_held(self.store.projection(whose), items, report)
         return self.write_items(
             items,
             owner=whose,
@@ -749,19 +764,6 @@ class Portability:
             progress=progress,
             known=known,
         )
-
-    def _not_here(self, items: list[Item], owner: str, report: ImportReport) -> list[Item]:
-        """The items that are not a memory this ledger holds already (same id, same text):
-        those are counted unchanged, so importing an export into its own ledger adds nothing."""
-        held = self.store.projection(owner)
-        out = []
-        for item in items:
-            same = held.get(str((item.x_import or {}).get("id")))
-            if same is not None and same.content == item.content:
-                report.unchanged += 1
-            else:
-                out.append(item)
-        return out
 
     def import_path(
         self,
