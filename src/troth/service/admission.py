@@ -132,10 +132,12 @@ class Admission:
             decision = flag_decision(decision)
         if decision.topic != draft.topic:
             draft = replace(draft, topic=decision.topic)
-        fields, texts = draft_fields(draft)
-        fields["tags"] = writer_tags(
-            fields["tags"], writer=who, owner=whose, inherited=inherited_tags
+        # A tag anyone but the owner sets is stored under its writer's name (core/tags.py);
+        # then the tags go with the other free texts, erasable (draft_fields).
+        named = writer_tags(
+            check.tags(draft.tags), writer=who, owner=whose, inherited=inherited_tags
         )
+        fields, texts = draft_fields(replace(draft, tags=tuple(named)))
         sensitivity = draft.sensitivity or decision.sensitivity
         if decision.sensitivity == "sensitive":
             sensitivity = "sensitive"
