@@ -36,10 +36,12 @@ def fill(store: Store) -> list[str]:
                 extra={"x_speaker": "Avery"},
                 ttl="decay:30",
             ).memory.id,
-            memory.remember("plain note about chess", ttl="expires_at:2031-01-01T00:00:00Z")
-            .memory.id,
-            memory.remember("a note that expires", expires="2031-06-01T00:00:00Z", lifecycle="stale")
-            .memory.id,
+            memory.remember(
+                "plain note about chess", ttl="expires_at:2031-01-01T00:00:00Z"
+            ).memory.id,
+            memory.remember(
+                "a note that expires", expires="2031-06-01T00:00:00Z", lifecycle="stale"
+            ).memory.id,
         ]
         ids.append(memory.edit(ids[1], "plain note about chess, edited").memory.id)
         return ids
@@ -76,7 +78,7 @@ def test_the_migration_fills_the_column_with_the_same_values(
 ) -> None:
     ids = fill(any_store)
     before = any_store.recall_rows(ALICE, ids)
-    db = any_store._connection()  # noqa: SLF001 - the test plays an older database
+    db = any_store._connection()
     stored = [r[0] for r in db.execute("SELECT recall FROM memories ORDER BY id")]
     if backend == "sqlite":
         db.execute("UPDATE memories SET recall = NULL")
@@ -104,7 +106,7 @@ def test_an_older_sqlite_file_gets_the_column_and_recalls_the_same(tmp_path: Any
     store = SQLiteStore(path)
     ids = fill(store)
     before = store.recall_rows(ALICE, ids)
-    db = store._connection()  # noqa: SLF001 - the test plays an older file
+    db = store._connection()
     db.execute("ALTER TABLE memories DROP COLUMN recall")
     db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     store.close()

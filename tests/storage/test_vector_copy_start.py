@@ -23,7 +23,7 @@ def test_a_first_write_starts_the_copy_and_it_equals_a_fresh_load(tmp_path: Path
         made = memory.remember_many([f"note {i} about item {i % 13}" for i in range(1500)])
         memory.forget(made[3].id)
         memory.remember("one more note about item 4")
-        db = store._connection()  # noqa: SLF001 - the test reads the copy the store keeps
+        db = store._connection()
         generation = store.search.generation(db, "human:alice")
         started = store.search.vectors.get("human:alice", generation)
         assert started is not None  # no search has run: the writes made it
@@ -36,7 +36,8 @@ def test_a_first_write_starts_the_copy_and_it_equals_a_fresh_load(tmp_path: Path
             query /= np.linalg.norm(query)
             assert started.nearest(query, 20) == loaded.nearest(query, 20)
         hits = memory.recall(Query(text="one more note about item 4"))
-        assert hits and hits[0].memory.content == "one more note about item 4"
+        assert hits
+        assert hits[0].memory.content == "one more note about item 4"
     finally:
         memory.close()
 
@@ -50,7 +51,7 @@ def test_a_copy_is_not_started_for_an_owner_with_older_vectors(tmp_path: Path) -
     memory = vector_facade(store)
     try:
         memory.remember("a new note")
-        db = store._connection()  # noqa: SLF001
+        db = store._connection()
         generation = store.search.generation(db, "human:alice")
         assert generation == 2
         assert store.search.vectors.get("human:alice", generation) is None

@@ -28,8 +28,8 @@ from troth.core.checkpoints import StoredReply
 from troth.core.errors import IntegrityError, InvalidInputError, StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
-from troth.storage.base import MemoryFilter, Tip
 from troth.storage import rows
+from troth.storage.base import MemoryFilter, Tip
 from troth.storage.rows import TOKEN_COLUMNS, fts_body, memory_from_doc, stored_json, token_record
 
 C = TypeVar("C")

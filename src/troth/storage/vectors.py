@@ -11,7 +11,11 @@ them with numpy. An owner too large for the budget alone is searched by vec0.
 The copy is never trusted blindly: every owner has a generation counter in the database
 that moves in the same transaction as any change of its vectors. A copy whose generation
 differs from the database's is rebuilt; this process's own writes are applied to it in
-place (so a remember between two recalls costs no reload).
+place (so a remember between two recalls costs no reload). An owner's first vectors
+(generation 1: nothing was there before) start the copy at the write, so the first
+search after a bulk load reads it at once; a copy loaded from the database (a restart)
+reads vec0's chunks into one preallocated matrix (~1.2 s of CPU at a million vectors of
+128 dimensions, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
