@@ -13,7 +13,7 @@ from typing import Any
 from tests.conftest import StepClock, facade
 from troth.service.recall import Query
 from troth.storage.base import Store
-from troth.storage.rows import RECALL_FIELDS, memory_docs, recall_row
+from troth.storage.rows import RECALL_FIELDS, memory_docs, recall_fields, recall_row
 from troth.storage.sql import migrations
 from troth.storage.sqlite import SQLiteStore
 
@@ -50,7 +50,12 @@ def fill(store: Store) -> list[str]:
 def expected(store: Store, ids: list[str]) -> dict[str, Any]:
     """The recall rows as read from the stored documents themselves."""
     held = store.get_many(ALICE, ids)
-    return {mid: recall_row(json.loads(memory_docs(held[mid])[1])) for mid in ids}
+    out = {}
+    for mid in ids:
+        doc, column = memory_docs(held[mid])
+        assert json.loads(column) == recall_fields(json.loads(doc))  # by RECALL_FIELDS
+        out[mid] = recall_row(recall_fields(json.loads(doc)))
+    return out
 
 
 def update_statement(backend: str) -> str:

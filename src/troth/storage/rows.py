@@ -4,6 +4,7 @@ body, the ranking fields of a memory as one :class:`RecallRow`, and token record
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -67,9 +68,34 @@ def memory_docs(memory: MemoryRecord) -> tuple[str, str]:
     short array per row is ~4x cheaper to read than the paths of the full document.
     """
     document = memory.to_dict()
-    fields = [document["id"], document["seq"], document["updated_at"]]
-    fields += [_at(document, path) for _name, path, _type in RECALL_FIELDS]
+    # Spelled out rather than walked by path: this runs for every memory a write stores
+    # (issue 14 bounds the write's cost); `recall_fields` is the same by RECALL_FIELDS.
+    extra, ttl = document["extra"] or {}, document["ttl"] or {}
+    fields = [
+        *_TOP(document),
+        extra.get("x_speaker"),
+        document["importance"],
+        document["confidence"],
+        document["lifecycle"],
+        document["valid_from"],
+        document["valid_until"],
+        document["expires"],
+        ttl.get("policy"),
+        ttl.get("expires_at"),
+        ttl.get("decay_days"),
+    ]
     return _DOC_ENCODER.encode(document), _DOC_ENCODER.encode(fields)
+
+
+_TOP = operator.itemgetter(
+    "id", "seq", "updated_at", "title", "content", "created_at", "recorded_at", "session"
+)
+
+
+def recall_fields(document: Mapping[str, Any]) -> list[Any]:
+    """The ``recall`` column's values of a stored document, read by :data:`RECALL_FIELDS`."""
+    fields = [document["id"], document["seq"], document["updated_at"]]
+    return fields + [_at(document, path) for _name, path, _type in RECALL_FIELDS]
 
 
 def memory_from_doc(doc: str) -> MemoryRecord:
