@@ -62,6 +62,7 @@ def test_a_sqlite_file_of_the_original_schema_is_migrated_and_keeps_its_data(
     # Back to version 1 (the index the later migrations made dropped), then opened again.
     db = sqlite3.connect(str(path))
     db.execute("DROP INDEX tokens_principal")
+    db.execute("ALTER TABLE memories DROP COLUMN recall")  # 0004_recall_column's
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.commit()
     db.close()
