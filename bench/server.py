@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 180  # a loaded machine starts slowly
             while True:
                 try:
                     if httpx2.get(url + "/healthz", timeout=1).status_code == 200:

@@ -28,6 +28,7 @@ from troth.core.checkpoints import StoredReply
 from troth.core.errors import IntegrityError, InvalidInputError, StorageError
 from troth.core.events import Record
 from troth.core.records import MemoryRecord
+from troth.storage import rows
 from troth.storage.base import MemoryFilter, Tip
 from troth.storage.rows import TOKEN_COLUMNS, fts_body, memory_from_doc, stored_json, token_record
 
@@ -336,28 +337,8 @@ class TokenStatements:
 
 # -- recall fields ---------------------------------------------------------------------
 
-RECALL_FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("title", ("title",), "text"),
-    ("content", ("content",), "text"),
-    ("created_at", ("created_at",), "text"),
-    ("recorded_at", ("recorded_at",), "text"),
-    ("session", ("session",), "text"),
-    ("speaker", ("extra", "x_speaker"), "text"),
-    ("importance", ("importance",), "real"),
-    ("confidence", ("confidence",), "real"),
-    ("lifecycle", ("lifecycle",), "text"),
-    ("valid_from", ("valid_from",), "text"),
-    ("valid_until", ("valid_until",), "text"),
-    ("expires", ("expires",), "text"),
-    ("ttl_policy", ("ttl", "policy"), "text"),
-    ("ttl_expires_at", ("ttl", "expires_at"), "text"),
-    ("ttl_decay_days", ("ttl", "decay_days"), "integer"),
-    ("actor", ("actor",), "text"),
-    ("channel", ("channel",), "text"),
-)
-"""What recall reads of a stored document, by name: (field, JSON path, type), in the order
-:func:`~troth.storage.rows.recall_row` takes them after ``id, seq, updated_at``. Each store
-renders the paths in its own JSON syntax."""
+RECALL_FIELDS = rows.RECALL_FIELDS
+"""The recall fields by name (see :data:`troth.storage.rows.RECALL_FIELDS`)."""
 
 
 # -- filters ---------------------------------------------------------------------------

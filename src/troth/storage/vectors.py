@@ -11,7 +11,11 @@ them with numpy. An owner too large for the budget alone is searched by vec0.
 The copy is never trusted blindly: every owner has a generation counter in the database
 that moves in the same transaction as any change of its vectors. A copy whose generation
 differs from the database's is rebuilt; this process's own writes are applied to it in
-place (so a remember between two recalls costs no reload).
+place (so a remember between two recalls costs no reload). An owner's first vectors
+(generation 1: nothing was there before) start the copy at the write, so the first
+search after a bulk load reads it at once; a copy loaded from the database (a restart)
+reads vec0's chunks into one preallocated matrix (~1.2 s of CPU at a million vectors of
+128 dimensions, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,7 +53,12 @@ def as_vector(embedding: Sequence[float] | Vector, dimension: int) -> Vector:
 
 @dataclass(slots=True)
 class CachedVectors:
-    """One owner's vectors: rows of a growable matrix, with their rids."""
+    """One owner's vectors: rows of a growable matrix, with their rids.
+
+    ``live`` counts the live rows; the rid-to-row map is built on the first change (a
+    dict of a million entries costs ~0.3 s, which a copy loaded only to be searched
+    never pays).
+    """
 
     generation: int
     dimension: int
@@ -57,16 +66,26 @@ class CachedVectors:
     rids: npt.NDArray[np.int64]
     alive: npt.NDArray[np.bool_]
     size: int = 0
-    position: dict[int, int] = field(default_factory=dict)
+    live: int = 0
+    _position: dict[int, int] | None = None
 
     @property
     def count(self) -> int:
         """How many live vectors the copy holds."""
-        return len(self.position)
+        return self.live
+
+    @property
+    def position(self) -> dict[int, int]:
+        """Each live rid's row."""
+        if self._position is None:
+            rows = np.flatnonzero(self.alive[: self.size])
+            self._position = dict(zip(self.rids[rows].tolist(), rows.tolist(), strict=True))
+        return self._position
 
     def put(self, rid: int, vector: Vector) -> None:
         """Insert or replace the vector of ``rid``."""
-        at = self.position.get(rid)
+        position = self.position
+        at = position.get(rid)
         if at is None:
             if self.size == self.matrix.shape[0]:
                 grown = max(1024, self.size + self.size // 2)  # 1.5x: big copies stay near size
@@ -75,7 +94,8 @@ class CachedVectors:
                 self.alive = np.resize(self.alive, grown)
             at = self.size
             self.size += 1
-            self.position[rid] = at
+            self.live += 1
+            position[rid] = at
             self.rids[at] = rid
         self.matrix[at] = vector
         self.alive[at] = True
@@ -84,12 +104,13 @@ class CachedVectors:
         """Drop the vector of ``rid`` (its row is zeroed and skipped)."""
         at = self.position.pop(rid, None)
         if at is not None:
+            self.live -= 1
             self.matrix[at] = 0.0
             self.alive[at] = False
 
     def nearest(self, query: Vector, k: int) -> list[tuple[int, float]]:
         """The ``k`` live rows most similar to ``query``: (rid, cosine), best first."""
-        if not self.position or k < 1:
+        if not self.live or k < 1:
             return []
         scores = self.matrix[: self.size] @ query
         scores[~self.alive[: self.size]] = -np.inf
@@ -149,25 +170,30 @@ class VectorCache:
     def load_arrays(
         self, owner: str, generation: int, rids: npt.NDArray[np.int64], vectors: Vector
     ) -> CachedVectors:
-        """Build the owner's copy from its rids and their vectors (one row each)."""
+        """Build the owner's copy from its rids and their vectors (one row each), which it
+        takes as they are (no copy) when they are a float32 matrix of its own."""
         count, dimension = vectors.shape
-        matrix = np.zeros((max(count, 1), dimension), dtype=np.float32)
-        matrix[:count] = vectors
-        rids = np.concatenate([rids.astype(np.int64), np.zeros(1 if count == 0 else 0, np.int64)])
+        if count == 0:
+            vectors, rids = np.zeros((1, dimension), dtype=np.float32), np.zeros(1, np.int64)
+        alive = np.ones(max(count, 1), dtype=np.bool_)
+        alive[count:] = False
         cached = CachedVectors(
             generation=generation,
             dimension=int(dimension),
-            matrix=matrix,
-            rids=rids,
-            alive=np.ones(max(count, 1), dtype=np.bool_) if count else np.zeros(1, np.bool_),
+            matrix=np.require(vectors, dtype=np.float32, requirements=("C", "W", "O")),
+            rids=np.require(rids, dtype=np.int64, requirements=("C", "W", "O")),
+            alive=alive,
             size=count,
-            position=dict(zip(rids[:count].tolist(), range(count), strict=True)),
+            live=count,
         )
+        self._keep(owner, cached)
+        return cached
+
+    def _keep(self, owner: str, cached: CachedVectors) -> None:
         with self._lock:
             self._owners[owner] = cached
             self._owners.move_to_end(owner)
             self._fit(keep=owner)
-        return cached
 
     def _fit(self, keep: str) -> None:
         # Oldest first; the copy just loaded or grown stays (``wants`` admitted it alone).
@@ -182,6 +208,13 @@ class VectorCache:
         """Apply this process's committed changes, if the copy was at the generation before."""
         with self._lock:
             cached = self._owners.get(owner)
+            if cached is None and generation == 1:
+                # The owner's first vectors: the copy is exactly these changes, so it is
+                # started here rather than loaded by the first search (seconds at 1M).
+                cached = self._first_copy(changes)
+                if cached is None:
+                    return
+                self._owners[owner] = cached
             if cached is None:
                 return
             if cached.generation != generation - 1:
@@ -197,6 +230,21 @@ class VectorCache:
                 del self._owners[owner]
             else:
                 self._fit(keep=owner)
+
+    @staticmethod
+    def _first_copy(changes: Sequence[tuple[int, Any]]) -> CachedVectors | None:
+        dimensions = {len(vector) for _rid, vector in changes if vector is not None}
+        if len(dimensions) != 1:
+            return None
+        [dimension] = dimensions
+        return CachedVectors(
+            generation=0,
+            dimension=dimension,
+            matrix=np.zeros((max(1024, len(changes)), dimension), dtype=np.float32),
+            rids=np.zeros(max(1024, len(changes)), dtype=np.int64),
+            alive=np.zeros(max(1024, len(changes)), dtype=np.bool_),
+            _position={},
+        )
 
     def forget(self, owner: str) -> None:
         """Drop one owner's copy."""
@@ -226,13 +274,23 @@ def unpack_chunks(
     byte i // 8, least significant first), the slots' rowids as int64 and their vectors as
     float32, back to back. Reading a chunk at a time is ~20x faster than a row at a time.
     """
-    rids: list[npt.NDArray[np.int64]] = []
-    vectors: list[Vector] = []
-    for size, validity, rowids, data in chunks:
-        live = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size]
-        mask = live.astype(np.bool_)
-        rids.append(np.frombuffer(rowids, dtype=np.int64)[:size][mask])
-        vectors.append(np.frombuffer(data, dtype=np.float32).reshape(-1, dimension)[:size][mask])
-    if not rids:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dimension), dtype=np.float32)
-    return np.concatenate(rids), np.concatenate(vectors)
+    masks = [
+        np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size].astype(
+            np.bool_
+        )
+        for size, validity, _rowids, _data in chunks
+    ]
+    total = sum(int(mask.sum()) for mask in masks)
+    # Filled in place, chunk by chunk: one copy of the vectors, not three (1M x 128 is 512 MB).
+    rids = np.empty(total, dtype=np.int64)
+    vectors = np.empty((total, dimension), dtype=np.float32)
+    at = 0
+    for (size, _validity, rowids, data), mask in zip(chunks, masks, strict=True):
+        live = int(mask.sum())
+        if not live:
+            continue
+        rids[at : at + live] = np.frombuffer(rowids, dtype=np.int64)[:size][mask]
+        block = np.frombuffer(data, dtype=np.float32).reshape(-1, dimension)[:size]
+        vectors[at : at + live] = block if live == size else block[mask]
+        at += live
+    return rids, vectors

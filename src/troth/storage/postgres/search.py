@@ -6,6 +6,7 @@ settings, which the store owns); filters and rendering are here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,16 +36,10 @@ SEARCH_SETTINGS = (
 )
 """A vector search's settings, for its transaction only (pgvector >= 0.8 knows both)."""
 
-_CASTS = {"text": "", "real": "::float8", "integer": "::int"}
-# MATERIALIZED: each document is parsed once; an inlined subquery would cast ``doc::jsonb``
-# again for every field read from it (10x slower at 1,000 ids).
+# The ``recall`` columns of the rows, joined as one JSON array: one value back, not ~1,000.
 _RECALL_ROWS = (
-    "WITH m AS MATERIALIZED (SELECT id, seq, updated_at, doc::jsonb AS d"
-    " FROM memories WHERE owner = %s AND id = ANY(%s)) SELECT id, seq, updated_at, "
-    + ", ".join(
-        f"(d #>> '{{{','.join(path)}}}'){_CASTS[kind]}" for _name, path, kind in sql.RECALL_FIELDS
-    )
-    + " FROM m"
+    "SELECT '[' || coalesce(string_agg(recall, ','), '') || ']' FROM memories"
+    " WHERE owner = %s AND id = ANY(%s)"
 )
 
 
@@ -82,8 +77,9 @@ def lexical(
 def recall_rows(
     db: psycopg.Connection[Any], owner: str, ids: Sequence[str]
 ) -> dict[str, RecallRow]:
-    """The ranking fields of these memories, read from their stored documents."""
-    rows = db.execute(_RECALL_ROWS, (owner, list(ids)))
+    """The ranking fields of these memories, from their rows' ``recall`` column."""
+    packed = db.execute(_RECALL_ROWS, (owner, list(ids))).fetchone()
+    rows = json.loads(packed[0]) if packed else []
     return {row.memory_id: row for row in map(recall_row, rows)}
 
 

@@ -23,7 +23,7 @@ from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Tip, stale_tip
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
-from troth.storage.rows import fts_body, memory_doc, memory_from_doc
+from troth.storage.rows import fts_body, memory_docs, memory_from_doc
 
 DIALECT = sql.Dialect("%s", list, list)
 """PostgreSQL's spelling: ``%s`` placeholders; a list of strings as an array or JSON
@@ -53,16 +53,17 @@ _INSERT_LEDGER = DIALECT.sql(sql.INSERT_LEDGER)
 # changed (an erased text leaves no vector behind).
 _MEMORY_INTO = (
     "INSERT INTO memories AS m (owner, id, status, retrievable, kind, scope, partition,"
-    " sensitivity, tags, seq, updated_at, digest, doc, body, embedding)"
+    " sensitivity, tags, seq, updated_at, digest, doc, recall, body, embedding)"
 )
 # A memory row's parameters (``_memory_row``'s keys) in the order its values take them:
 # named for the bulk statements, positional for the one-statement append.
 _MEMORY_PARAMS = (
     "owner", "id", "status", "retrievable", "kind", "scope", "partition", "sensitivity",
-    "tags", "seq", "updated_at", "digest", "doc", "config", "body", "vector",
+    "tags", "seq", "updated_at", "digest", "doc", "recall", "config", "body", "vector",
 )  # fmt: skip
 _MEMORY_VALUES_OF = (
-    "{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, to_tsvector({}::regconfig, {}), {}::vector"
+    "{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {},"
+    " to_tsvector({}::regconfig, {}), {}::vector"
 )
 _MEMORY_VALUES = _MEMORY_VALUES_OF.format(*(f"%({name})s" for name in _MEMORY_PARAMS))
 _INSERT_MEMORY = f"{_MEMORY_INTO} VALUES ({_MEMORY_VALUES})"  # a new id: a clash fails
@@ -72,7 +73,8 @@ UPSERT_MEMORY = (
     " retrievable = excluded.retrievable, kind = excluded.kind, scope = excluded.scope,"
     " partition = excluded.partition, sensitivity = excluded.sensitivity,"
     " tags = excluded.tags, seq = excluded.seq, updated_at = excluded.updated_at,"
-    " digest = excluded.digest, doc = excluded.doc, body = excluded.body,"
+    " digest = excluded.digest, doc = excluded.doc, recall = excluded.recall,"
+    " body = excluded.body,"
     " embedding = CASE WHEN excluded.retrievable AND excluded.status = 'active'"
     " AND excluded.doc::jsonb ->> 'content' <> '' THEN coalesce(excluded.embedding,"
     " CASE WHEN m.digest = excluded.digest THEN m.embedding END) END"
@@ -98,6 +100,7 @@ def memory_row(memory: MemoryRecord, embedding: Sequence[float] | None) -> dict[
     """The parameters of ``_INSERT_MEMORY`` and ``UPSERT_MEMORY`` for one memory."""
     body = fts_body(memory)
     live = memory.searchable
+    doc, recall = memory_docs(memory)
     return {
         "owner": memory.owner,
         "id": memory.id,
@@ -111,7 +114,8 @@ def memory_row(memory: MemoryRecord, embedding: Sequence[float] | None) -> dict[
         "seq": memory.seq,
         "updated_at": memory.updated_at,
         "digest": sha256_hex(body),
-        "doc": memory_doc(memory),
+        "doc": doc,
+        "recall": recall,
         "config": TEXT_SEARCH_CONFIG,
         "body": body,
         "vector": None if embedding is None or not live else vector_literal(embedding),

@@ -25,10 +25,6 @@ from troth.storage.vectors import CachedVectors, VectorCache, as_vector, live_co
 _VEC0_MAX_K = 4096
 # sqlite-vec 0.1's chunk table for a vec0 table with one partition key (memory_vec).
 _CHUNK_COLUMNS = ("chunk_id", "size", "sequence_id", "partition00", "validity", "rowids")
-# The recall fields copied as the document's own JSON (``->``), by name.
-_RECALL_PATHS = ", ".join(
-    f"m.doc -> '$.{'.'.join(path)}'" for _name, path, _type in sql.RECALL_FIELDS
-)
 FILTERS = sql.Filters(
     DIALECT,
     any_of=lambda column, values: (f"{column} IN ({','.join('?' * len(values))})", list(values)),
@@ -113,10 +109,10 @@ class SQLiteSearch:
         return [Hit(row[0], rank, -float(row[1])) for rank, row in enumerate(rows, start=1)]
 
     def recall_rows(self, db: Any, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
-        """The ranking fields of these memories, read from their stored documents."""
-        # One row back (see ``lexical``): the fields are copied as the document's own JSON.
+        """The ranking fields of these memories, from their rows' ``recall`` column."""
+        # One row back (see ``lexical``): the columns, each a JSON array, joined as one.
         packed = db.execute(
-            f"SELECT json_group_array(json_array(m.id, m.seq, m.updated_at, {_RECALL_PATHS}))"
+            "SELECT '[' || coalesce(group_concat(m.recall, ','), '') || ']'"
             " FROM json_each(?) AS j CROSS JOIN memories m ON m.id = j.value WHERE m.owner = ?",
             (json.dumps(list(ids)), owner),
         ).fetchone()[0]
@@ -219,14 +215,13 @@ class SQLiteSearch:
         want = limit + 32
         while True:
             nearest, total = self._nearest(db, owner, vector, want)
-            allowed = {
-                int(r[0]): str(r[1])
-                for r in db.execute(
-                    "SELECT m.rid, m.id FROM json_each(?) AS j CROSS JOIN memories m"
-                    f" ON m.rid = j.value WHERE {where_m}",
-                    [json.dumps([rid for rid, _ in nearest]), *params],
-                )
-            }
+            # One row back, as in ``lexical``: the rows that pass, as one JSON object.
+            packed = db.execute(
+                "SELECT json_group_object(m.rid, m.id) FROM json_each(?) AS j CROSS JOIN"
+                f" memories m ON m.rid = j.value WHERE {where_m}",
+                [json.dumps([rid for rid, _ in nearest]), *params],
+            ).fetchone()[0]
+            allowed = {int(rid): str(mid) for rid, mid in json.loads(packed).items()}
             kept = [(allowed[rid], score) for rid, score in nearest if rid in allowed]
             if len(kept) >= limit or want >= total:
                 break

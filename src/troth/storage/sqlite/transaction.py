@@ -18,7 +18,7 @@ from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Tip
-from troth.storage.rows import fts_body, memory_doc
+from troth.storage.rows import fts_body, memory_docs
 from troth.storage.sqlite.schema import sqlite3
 from troth.storage.vectors import as_vector
 
@@ -149,6 +149,7 @@ def put_memory(
         raise StorageError(
             f"memory id {memory.id} is already taken; nothing was written", id=memory.id
         )
+    doc, recall = memory_docs(memory)
     values = (
         memory.owner,
         memory.status,
@@ -159,13 +160,14 @@ def put_memory(
         memory.sensitivity,
         memory.seq,
         memory.updated_at,
-        memory_doc(memory),
+        doc,
+        recall,
     )
     if row is None:
         try:
             cursor = db.execute(
                 "INSERT INTO memories (owner, status, retrievable, kind, scope, partition,"
-                " sensitivity, seq, updated_at, doc, id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " sensitivity, seq, updated_at, doc, recall, id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (*values, memory.id),
             )
         except sqlite3.IntegrityError as exc:
@@ -177,7 +179,8 @@ def put_memory(
         rid = row[0]
         db.execute(
             "UPDATE memories SET owner = ?, status = ?, retrievable = ?, kind = ?, scope = ?,"
-            " partition = ?, sensitivity = ?, seq = ?, updated_at = ?, doc = ? WHERE rid = ?",
+            " partition = ?, sensitivity = ?, seq = ?, updated_at = ?, doc = ?, recall = ?"
+            " WHERE rid = ?",
             (*values, rid),
         )
         db.execute("DELETE FROM memory_fts WHERE rowid = ?", (rid,))
