@@ -31,15 +31,25 @@ ACTS = ("forget", "redact")
 
 
 def request_of(memory: MemoryRecord) -> dict[str, Any] | None:
-    """The act a memory asks for, if it is a request for a destructive act."""
+    """The act a memory asks for, if it is a request for a destructive act.
+
+    The marker alone is not enough: anyone who can put ``extra`` on a memory (a library
+    caller, an imported page) could hide it behind a harmless text, and the person's
+    approval would then forget or redact another memory. A request is carried out only
+    when its text says what approving it does, as :meth:`Requests.ask` writes it
+    ("<writer> asks to <act> memory <id>: …"), and never when it came in by an import.
+    """
     asked = memory.extra.get(REQUEST_KEY)
-    if (
+    if not (
         isinstance(asked, dict)
         and asked.get("act") in ACTS
         and isinstance(asked.get("target"), str)
     ):
-        return asked
-    return None
+        return None
+    says = f"{memory.actor} asks to {asked['act']} memory {asked['target']}: "
+    if "x_import" in memory.extra or not (memory.content or "").startswith(says):
+        return None
+    return asked
 
 
 class Requests:
