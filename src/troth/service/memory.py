@@ -92,14 +92,16 @@ class Memory:
         self.clock = clock
         self.embedder = embedder
         self.max_concurrent_recalls = self.parts.reads.max_concurrent_recalls
-        self.access = Access(store, library_grant(self.principal))
+        # The authority reads through the checked store: a memory it hands a verb is one the
+        # owner's chain makes (service/readcheck.py), on every surface.
+        self.access = Access(self.parts.parties.store, library_grant(self.principal))
         self.held = False
 
     def acting_as(self, grant: Grant) -> Memory:
         """This facade seen through another grant (a token's): the same store, collaborators
         and recall gate, every verb held to ``grant`` by the one access authority."""
         view = copy.copy(self)
-        view.access = Access(self.store, grant)
+        view.access = Access(self.parts.parties.store, grant)
         view.held = True
         return view
 
@@ -114,7 +116,9 @@ class Memory:
         # An agent relayed through a person's facade acts for that person unless it names
         # another; a person's own facade never lends them another's ledger.
         person = self.principal if principal_kind(self.principal) == "human" else None
-        return Access(self.store, grant, default=person if grant.reach == NAMED else None)
+        return Access(
+            self.parts.parties.store, grant, default=person if grant.reach == NAMED else None
+        )
 
     # -- opening and closing ----------------------------------------------------------
 
