@@ -187,16 +187,14 @@ class Ledger:
                     else:
                         starts[owner] = outer
                 tip = tx.tip()
-        except BaseException:
-            if getattr(self._thread, "erased", False) and self.check is not None:
-                # A redaction told the read check of its erased memory, then did not land:
-                # the next read verifies the owner's chain afresh instead.
-                self.check.forget(owner)
-            raise
         finally:
             self._thread.depth = depth
-            if not depth:
+            if not depth and getattr(self._thread, "erased", False):
+                # An erasure rewrote rows the read check had folded: landed or not, the next
+                # read verifies and folds the owner's chain afresh (one pass over it).
                 self._thread.erased = False
+                if self.check is not None:
+                    self.check.forget(owner)
         # Only once committed: a head that never landed must not be built on next time.
         self._advance_verified(owner, tip)
 
@@ -395,9 +393,13 @@ class Ledger:
             refolded = lifecycle.fold_memory(history, memory.id, tx.owner)
             if refolded is not None:
                 tx.put(refolded)
-                if self.check is not None:
-                    self.check.erased(tx.owner, refolded)
-                    self._thread.erased = True  # undone by ``writing`` if the write fails
+                # The read check knows this memory as its rows were before the erasure:
+                # this write may change it (``touched`` exempts it), and once the write ends
+                # the next read verifies and folds the owner's chain afresh (``writing``).
+                began = self._thread.__dict__.get("starts", {}).get(tx.owner)
+                if began is not None:
+                    began[1].add(memory.id)
+                self._thread.erased = True
         for eraser in self._erasers:
             eraser(tx, memory.id, content)
 

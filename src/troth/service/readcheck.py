@@ -123,15 +123,6 @@ class ReadCheck:
                 if memory.id not in exempt:
                     self._hold(owner, known, memory)
 
-    def erased(self, owner: str, memory: MemoryRecord) -> None:
-        """A redaction refolded ``memory`` from its erased rows (as a fresh fold of the
-        chain now makes it): what this process knows of it follows, so the redact event
-        and later reads are held against the erased memory, not the text it had."""
-        with self._lock:
-            known = self._known.get(owner)
-            if known is not None:
-                known.memories[memory.id] = memory
-
     def forget(self, owner: str | None = None) -> None:
         """Drop what is known of an owner (or every owner), findings included: after a
         repair the next read verifies the chain from the start."""
