@@ -132,7 +132,8 @@ def test_only_the_owner_approves_an_import(source: Path, tmp_path: Path) -> None
     invoke(source, "export", "--format", "hux", "-o", str(out))
     result = invoke(source, "import", str(out), "--owner", ALICE, "--approve", who=BOB)
     assert result.exit_code == EXIT_BAD_INPUT
-    assert "only human:alice may approve" in said(result)
+    # The access authority refuses first: bob does not reach alice's ledger at all.
+    assert "acts on human:bob's ledger only, not on human:alice's" in said(result)
 
 
 def test_a_personaxis_export_imported_plainly_keeps_its_kinds(tmp_path: Path) -> None:

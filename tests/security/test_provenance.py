@@ -12,10 +12,13 @@ import json
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client
 from starlette.testclient import TestClient
 
 from tests.adapters.conftest import auth
+from tests.backends import fresh_store
+from tests.conftest import StepClock, facade
 from troth.adapters.mcp import create_mcp
 from troth.adapters.server import ServerOptions, create_app
 from troth.core.access import AGENT_DEFAULT_SCOPES, HUMAN_DEFAULT_SCOPES, Grant
@@ -132,26 +135,28 @@ def test_the_exports_say_the_origin_and_the_endorsement(any_memory: Memory) -> N
 
 
 def test_an_import_keeps_the_flag_and_the_writer_its_source_gave(
-    any_memory: Memory, tmp_path: Path
+    any_memory: Memory, tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
     planted = any_memory.remember(
         PAYLOAD, actor=AGENT, owner=ALICE, channel="tool", on_behalf_of=ALICE
     )
     laundered = any_memory.edit(planted.id, PARAPHRASE).id  # flagged, though it reads plain
+    server = request.getfixturevalue("pg_server") if backend == "postgres" else None
     for fmt, name in (("hux", "memories.json"), ("pcp", "archive.tar")):
         out = tmp_path / name
         any_memory.export_to(fmt, out)
-        before = {m.id for m in any_memory.memories()}
-        report = any_memory.import_path(out, fmt=fmt)
-        assert report.created, (fmt, report.refused)  # (the superseded proposal is not)
-        fresh = [m for m in any_memory.memories() if m.id not in before]
-        carried = [m for m in fresh if m.content == PARAPHRASE]
-        assert carried, fmt
-        for memory in carried:
-            assert memory.flagged, fmt  # the detector alone would not flag the paraphrase
-            assert memory.status == "proposed", fmt  # and it waits for the person
-            assert (memory.channel, memory.writer) == ("tool", AGENT), fmt
-            assert not any_memory.may_justify("delete", [memory.id]).allowed
+        # Into another ledger: an export imported back into its own adds nothing.
+        with fresh_store(backend, server) as store:
+            other = facade(store, clock=StepClock())
+            report = other.import_path(out, fmt=fmt)
+            assert report.created, (fmt, report.refused)  # (the superseded proposal is not)
+            carried = [m for m in other.memories() if m.content == PARAPHRASE]
+            assert carried, fmt
+            for memory in carried:
+                assert memory.flagged, fmt  # the detector alone would not flag the paraphrase
+                assert memory.status == "proposed", fmt  # and it waits for the person
+                assert (memory.channel, memory.writer) == ("tool", AGENT), fmt
+                assert not other.may_justify("delete", [memory.id]).allowed
     assert any_memory.get(laundered).flagged
 
 
