@@ -134,10 +134,12 @@ class Admission:
             draft = replace(draft, topic=decision.topic)
         # A tag anyone but the owner sets is stored under its writer's name (core/tags.py);
         # then the tags go with the other free texts, erasable (draft_fields).
-        named = writer_tags(
-            check.tags(draft.tags), writer=who, owner=whose, inherited=inherited_tags
-        )
-        fields, texts = draft_fields(replace(draft, tags=tuple(named)))
+        if who != whose and draft.tags:  # (replace only when it changes: it is not cheap)
+            named = writer_tags(
+                check.tags(draft.tags), writer=who, owner=whose, inherited=inherited_tags
+            )
+            draft = replace(draft, tags=tuple(named))
+        fields, texts = draft_fields(draft)
         sensitivity = draft.sensitivity or decision.sensitivity
         if decision.sensitivity == "sensitive":
             sensitivity = "sensitive"
