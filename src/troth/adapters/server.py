@@ -285,7 +285,7 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
 
     api = create_api(memory, tokens, lifespan=lifespan, mcp_path=MCP_PATH, recalls=recalls)
     api.include_router(ledger_router())
-    api.include_router(gate_router())
+    api.include_router(gate_router(sorted(memory.policy.actions)))
     resource = ProtectedResource(
         MCP_PATH, public_url=options.public_url, issuer=options.oauth_issuer
     )
