@@ -1,7 +1,7 @@
 """The pure defences of the read path against planted memories (issue 15, point 7).
 
 The shape factors of ranking (repetition, keyword lists), the per-writer cap, the
-contradiction test and the namespacing of tags, each on its own; tests/service/test_planting.py
+contradiction test and the namespacing of tags, each on its own; tests/security/test_planting.py
 runs them through the facade on both backends.
 """
 
