@@ -255,7 +255,8 @@ class Ledger:
         ``vectors``, computed before the transaction, or here for e.g. an approval); the
         store drops the vector of one that leaves retrieval.
         """
-        if not tx.tip().length:
+        head = tx.tip()  # one read of the head per append: this is the write's hot path
+        if not head.length:
             # The genesis entry commits the chain to its owner (docs/ledger.md, section 13).
             event = replace(event, owner=tx.owner)
         meta_text = canonical(event.meta())
@@ -264,7 +265,7 @@ class Ledger:
             content=content,
             source=channel,
             tags=event_tags(event, meta_text, reserved),
-            prev_hash=tx.tip().head,
+            prev_hash=head.head,
         )
         seq = tx.append(entry, meta_text, event.texts)
         touched: dict[str, MemoryRecord] = {}
