@@ -144,6 +144,22 @@ def test_concurrent_appends_from_threads_keep_one_linear_chain(any_store: Store)
     assert any_store.tip(ALICE) == Tip(32, result.head)
 
 
+def test_reads_in_a_snapshot_do_not_see_a_commit_made_meanwhile(any_store: Store) -> None:
+    append_plain(any_store, ALICE, "before")
+    with any_store.snapshot():
+        before = any_store.tip(ALICE)
+        other = threading.Thread(target=append_plain, args=(any_store, ALICE, "meanwhile"))
+        other.start()
+        other.join(timeout=60)
+        assert not other.is_alive()
+        assert any_store.tip(ALICE) == before
+        assert len(list(any_store.records(ALICE))) == 1
+    assert any_store.tip(ALICE).length == 2
+    with any_store.write(ALICE) as tx, any_store.snapshot():  # inside a write: the write's view
+        append_on(tx, "in the write")
+    assert any_store.tip(ALICE).length == 3
+
+
 def test_projection_lists_counts_and_filters(any_store: Store) -> None:
     memory = facade(any_store)
     a = memory.remember("I like green tea", kind="preference", tags=["drinks"])

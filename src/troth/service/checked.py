@@ -97,6 +97,10 @@ class CheckedStore:
         """As the backend."""
         return self.raw.count(owner, query)
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """As the backend."""
+        return self.raw.snapshot()
+
     def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
         """As the backend."""
         self.raw.replace_projection(owner, memories)

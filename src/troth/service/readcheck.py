@@ -121,7 +121,7 @@ class ReadCheck:
                 return
             for memory in memories:
                 if memory.id not in exempt:
-                    self._hold(owner, known, memory)
+                    self._hold(owner, known, memory, racing=False)
 
     def forget(self, owner: str | None = None) -> None:
         """Drop what is known of an owner (or every owner), findings included: after a
@@ -140,22 +140,32 @@ class ReadCheck:
         refused = self._refused.get(owner)
         if refused is not None:
             raise refused
-        tip = self.store.tip(owner)
         known = self._known.get(owner)
         if known is None:
-            return self._load(owner, tip, lambda start: self.store.records(owner, start))
-        if known.tip != tip:
-            if tip.length <= known.tip.length:
-                self.refuse(
-                    owner,
-                    f"the ledger of {owner} now holds {tip.length} entries ending at"
-                    f" {tip.head[:16] or 'nothing'}, but this process verified"
-                    f" {known.tip.length} ending at {known.tip.head[:16]}: it was rolled back"
-                    " or rewritten while open",
-                    state="rolled_back" if tip.length < known.tip.length else "rewritten",
-                )
-            self._follow(owner, known, tip, lambda start: self.store.records(owner, start))
+            # The chain, its fold and the projection's census are read in one snapshot:
+            # read apart, a write committed between them looks like a row the ledger
+            # never made.
+            with self.store.snapshot():
+                tip = self.store.tip(owner)
+                return self._load(owner, tip, lambda start: self.store.records(owner, start))
+        self._catch_up(owner, known, self.store.tip(owner))
         return known
+
+    def _catch_up(self, owner: str, known: _Known, tip: Tip) -> None:
+        """Follow the chain from the head this process verified to ``tip``, which must
+        extend it."""
+        if known.tip == tip:
+            return
+        if tip.length <= known.tip.length:
+            self.refuse(
+                owner,
+                f"the ledger of {owner} now holds {tip.length} entries ending at"
+                f" {tip.head[:16] or 'nothing'}, but this process verified"
+                f" {known.tip.length} ending at {known.tip.head[:16]}: it was rolled back"
+                " or rewritten while open",
+                state="rolled_back" if tip.length < known.tip.length else "rewritten",
+            )
+        self._follow(owner, known, tip, lambda start: self.store.records(owner, start))
 
     def _load(self, owner: str, tip: Tip, rows: Rows) -> _Known:
         # The rows up to the tip read first: a write committed meanwhile is followed later.
@@ -212,10 +222,31 @@ class ReadCheck:
             broken_at=at,
         )
 
-    def _hold(self, owner: str, known: _Known, memory: MemoryRecord) -> None:
+    def _hold(
+        self, owner: str, known: _Known, memory: MemoryRecord, *, racing: bool = True
+    ) -> None:
+        """Refuse ``memory`` unless the chain makes it; ``racing``: it was read outside a
+        write holding the chain, so a commit may have come between the read and the chain's."""
         made = known.memories.get(memory.id)
         if made is not None and made == memory:  # the common case, first
             return
+        if served_problem(memory, made) is None:
+            return
+        if not racing:
+            self._refuse_served(owner, memory, made)
+        # A read can straddle a commit: a row read just before an edit or a forget, held
+        # against the chain read just after it. Read the row again with the chain's tip in
+        # one snapshot, and refuse only what the store holds now.
+        with self.store.snapshot():
+            tip = self.store.tip(owner)
+            fresh = self.store.get(owner, memory.id)
+        self._catch_up(owner, known, tip)
+        made = known.memories.get(memory.id)
+        if fresh is not None and fresh == made:
+            return
+        self._refuse_served(owner, memory if fresh is None else fresh, made)
+
+    def _refuse_served(self, owner: str, memory: MemoryRecord, made: MemoryRecord | None) -> None:
         problem = served_problem(memory, made)
         if problem is not None:
             self.refuse(

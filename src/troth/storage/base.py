@@ -176,6 +176,15 @@ class Store(Protocol):
         """Every owner that has a chain."""
         ...
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Make the calling thread's reads inside the span see one moment of the store.
+
+        Each read on its own sees a consistent store, but two reads may straddle another
+        process's commit: a tip read and a count read after it can disagree though nothing
+        is wrong. Inside an open write the write's own view is used.
+        """
+        ...
+
     def tip(self, owner: str) -> Tip:
         """An owner's chain length and head."""
         ...

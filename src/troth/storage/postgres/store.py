@@ -289,6 +289,19 @@ class PostgresStore(sql.SQLReads):
 
     # -- reads -----------------------------------------------------------------------------
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """The thread's reads in one REPEATABLE READ, READ ONLY transaction: each statement
+        sees the snapshot its first one took (inside a write, the write's own view)."""
+        db = self._connection()
+        idle = db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        if getattr(self._local, "writing", None) is not None or not idle:
+            yield
+            return
+        with db.transaction():
+            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+
     def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Projected memories by id, in one query (missing ids are left out)."""
         rows = (

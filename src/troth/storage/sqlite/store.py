@@ -129,6 +129,20 @@ class SQLiteStore(sql.SQLReads):
 
     # -- reads -------------------------------------------------------------------------
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """The thread's reads in one deferred transaction: in WAL mode its first read fixes
+        the snapshot every later read in it sees (inside a write, the write's own)."""
+        db = self._connection()
+        if db.in_transaction:
+            yield
+            return
+        db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            db.execute("COMMIT")  # it read only: this ends the snapshot
+
     def get_many(self, owner: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """Projected memories by id, in one query (missing ids are left out)."""
         rows = self._connection().execute(
