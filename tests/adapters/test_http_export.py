@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from tests.adapters.conftest import AGENT, ALICE, BOB, as_json, auth, invoke, said
+from tests.adapters.conftest import AGENT, ALICE, BOB, Ledger, as_json, auth, invoke, said
 from troth.adapters.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK
 from troth.adapters.server import ServerOptions, create_app
 from troth.config import Settings, build_memory
@@ -136,15 +136,20 @@ def test_the_http_export_is_the_file_troth_export_writes(
     assert not ledger_copy.sidecars(written)[0].exists()  # a bundle holds its copy
 
 
+def unzipped(bundle: Path, out: Path, fmt: str) -> Path:
+    """Unzip a bundle into ``out``; the path of the export file among its three files."""
+    with zipfile.ZipFile(bundle) as opened:
+        opened.extractall(out)
+    return out / f"troth-human-alice.{fmt}.{'jsonl' if fmt == 'personaxis' else 'json'}"
+
+
 @pytest.mark.parametrize("fmt", ["personaxis", "hux"])
 def test_a_bundle_unzipped_is_the_three_files_troth_export_writes(
     served: Served, tmp_path: Path, fmt: str
 ) -> None:
     saved, _ = served.export(fmt, tmp_path)
-    out = tmp_path / "unzipped"
-    name = f"troth-human-alice.{fmt}.{'jsonl' if fmt == 'personaxis' else 'json'}"
-    with zipfile.ZipFile(saved) as opened:
-        opened.extractall(out)
+    export = unzipped(saved, tmp_path / "unzipped", fmt)
+    out, name = export.parent, export.name
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [name, name + ledger_copy.LEDGER_SUFFIX, name + ledger_copy.CHECKPOINT_SUFFIX]
     )
@@ -226,12 +231,9 @@ def test_a_bundle_imports_plainly_as_its_three_files_do(
     served: Served, tmp_path: Path, fmt: str
 ) -> None:
     saved, _ = served.export(fmt, tmp_path)
-    out = tmp_path / "unzipped"
-    with zipfile.ZipFile(saved) as opened:
-        opened.extractall(out)
-    name = f"troth-human-alice.{fmt}.{'jsonl' if fmt == 'personaxis' else 'json'}"
+    export = unzipped(saved, tmp_path / "unzipped", fmt)
     found = {}
-    for what, path in (("bundle", saved), ("files", out / name)):
+    for what, path in (("bundle", saved), ("files", export)):
         made = invoke(tmp_path / what, "import", str(path), "--json", who=BOB)
         assert made.exit_code in (EXIT_OK, EXIT_BAD_INPUT), made.output  # 2: some refused
         report = json.loads(made.output)
@@ -244,3 +246,25 @@ def test_a_bundle_imports_plainly_as_its_three_files_do(
         )
     assert found["bundle"] == found["files"]
     assert "My bike is green" in json.dumps(found["bundle"])
+
+
+def test_a_server_that_signs_nothing_hands_out_no_checkpoint_and_says_so(
+    client: TestClient, ledger: Ledger, tmp_path: Path
+) -> None:
+    # A library facade with no sealer attached (troth serve always attaches one).
+    h = auth(ledger.alice)
+    assert client.post("/api/memories", json={"content": "my locker is 12"}, headers=h).is_success
+    answer = client.get("/api/export", params={"format": "personaxis"}, headers=h)
+    assert answer.status_code == 200
+    assert "troth-checkpoint" not in answer.headers
+    saved = tmp_path / "unsigned.zip"
+    saved.write_bytes(answer.content)
+    with zipfile.ZipFile(saved) as opened:
+        assert not any(n.endswith(ledger_copy.CHECKPOINT_SUFFIX) for n in opened.namelist())
+    result = invoke(tmp_path / "home2", "verify", "--against", str(saved))
+    assert result.exit_code == EXIT_NOT_FOUND
+    assert "carries no signed checkpoint" in said(result)
+    fresh = tmp_path / "fresh"
+    report = as_json(invoke(fresh, "import", str(saved), "--mode", "restore", "--json"))
+    assert report["mode"] == "import"
+    assert "carries no signed checkpoint" in report["as_import"]

@@ -334,8 +334,10 @@ class Returns:
                 "ok": False,
                 "file": str(path),
                 "message": f"{path.name} carries no signed checkpoint (an archive's"
-                f" {ledger_copy.ARCHIVE_CHECKPOINT}, or {path.name}{ledger_copy.CHECKPOINT_SUFFIX}"
-                " beside it); export it again with troth export",
+                f" {ledger_copy.ARCHIVE_CHECKPOINT}, a bundle's"
+                f" {found.member or 'FILE'}{ledger_copy.CHECKPOINT_SUFFIX}, or"
+                f" {path.name}{ledger_copy.CHECKPOINT_SUFFIX} beside it); export it again with"
+                " troth export",
             }
         checkpoint = proofs.open(found.note, where=path.name)
         whose = origin_owner(checkpoint.origin)
