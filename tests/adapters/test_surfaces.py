@@ -23,6 +23,7 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 from tests.adapters.conftest import ALICE, as_json, auth, invoke
+from tests.bundles import export_member
 from troth.adapters.mcp import create_mcp
 from troth.adapters.server import ServerOptions, create_app
 from troth.config import Settings, build_memory
@@ -171,7 +172,7 @@ class Http:
     def export(self) -> bytes:
         answer = self.client.get("/api/export", params={"format": "personaxis"}, headers=self.alice)
         assert answer.status_code == 200, answer.text
-        return answer.content
+        return export_member(answer.content)  # the log, out of the bundle carrying its proof
 
     def close(self) -> None:
         self.client.__exit__(None, None, None)

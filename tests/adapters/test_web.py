@@ -8,7 +8,7 @@ desktop and at phone width.
 
 from __future__ import annotations
 
-import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -18,9 +18,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.adapters.conftest import AGENT, ALICE, Ledger, LiveServer
+from tests.adapters.conftest import AGENT, ALICE, Ledger, LiveServer, as_json, invoke
 from tests.adapters.web_demo import ERIN, Demo, seed
+from tests.bundles import unpacked_text
+from troth.config import Settings, build_memory
 from troth.core.access import HUMAN_DEFAULT_SCOPES
+from troth.service.keys import KeyStore
+from troth.service.sealing import Sealer
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -331,24 +335,33 @@ def test_a_person_adds_a_memory_of_their_own(page: Page, demo: Demo, served: Liv
     expect(added.locator(".facts")).to_contain_text("bike, travel")
 
 
-@pytest.mark.parametrize(("fmt", "suffix"), [("personaxis", ".jsonl"), ("hux", ".json")])
-def test_an_export_downloads_as_a_file(
-    page: Page, demo: Demo, served: LiveServer, tmp_path: Path, fmt: str, suffix: str
+@pytest.mark.parametrize("fmt", ["personaxis", "hux", "pcp"])
+def test_an_export_downloads_as_a_file_carrying_its_proof(
+    page: Page, demo: Demo, served: LiveServer, tmp_path: Path, fmt: str
 ) -> None:
+    # The demo signs its exports with the key this test's installation trusts.
+    key = KeyStore(Path(os.environ["TROTH_SIGNING_KEY"]))
+    demo.memory.seal_exports_with(Sealer(demo.memory.store, key, "web.demo"))
     sign_in(page, served, demo.erin, ERIN)
     page.click("nav button[data-view=ledger]")
     with page.expect_download(timeout=60_000) as info:  # a loaded machine is slow to export
         page.click(f"button[data-export={fmt}]")
     download = info.value
-    assert download.suggested_filename.endswith(suffix)
+    assert download.suggested_filename == f"troth-human-erin.{fmt}.zip"  # the server's name
     saved = tmp_path / download.suggested_filename
     download.save_as(saved)
-    data = saved.read_bytes()
-    assert b"Erin eats fish on Fridays" in data
-    if fmt == "hux":
-        json.loads(data)
-    else:
-        assert all(json.loads(line) for line in data.splitlines())
+    assert "Erin eats fish on Fridays" in unpacked_text(saved.read_bytes())
+    home = tmp_path / "verifier"
+    found = as_json(invoke(home, "verify", "--against", str(saved), "--json", who=ERIN))
+    assert (found["ok"], found["owner"]) == (True, ERIN)
+    before = [r.entry.to_line() for r in demo.memory.store.records(ERIN)][
+        : found["checkpoint_size"]
+    ]
+    fresh = tmp_path / "fresh"
+    restored = as_json(invoke(fresh, "import", str(saved), "--mode", "restore", "--json", who=ERIN))
+    assert (restored["mode"], restored.get("as_import")) == ("restore", None)
+    with build_memory(Settings.load(home=fresh, principal=ERIN)) as back:
+        assert [r.entry.to_line() for r in back.store.records(ERIN)] == before
 
 
 def test_the_ledger_shows_health_counts_and_revokes_an_agent(

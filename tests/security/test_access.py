@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from mcp import Client
 from starlette.testclient import TestClient
 
+from tests.bundles import unpacked_text
 from tests.conftest import StepClock, facade
 from troth.adapters.cli import cli
 from troth.adapters.mcp import create_mcp
@@ -98,7 +99,7 @@ def test_an_export_never_carries_a_sensitive_memory_the_token_may_not_read(
     assert served.memory.store.tip(ALICE) == head  # a refused export is not audited as done
     full = served.client.get("/api/export", params={"format": fmt}, headers=bearer(served.alice))
     assert full.status_code == 200
-    assert "lisinopril" in full.text
+    assert "lisinopril" in unpacked_text(full.content)
 
 
 @pytest.mark.parametrize("token", ["exporter", "reader"])

@@ -538,7 +538,7 @@ def test_exporting_to_a_file_is_audited(
     memory = fresh()
     populate(memory)
     ledger_before = personaxis.encode([r.entry for r in memory.log(OWNER)])
-    result = memory.parts.portability.export_to(fmt, tmp_path / f"out.{fmt}")
+    result = memory.parts.exports.export_to(fmt, tmp_path / f"out.{fmt}", owner=OWNER)
     assert (tmp_path / f"out.{fmt}").read_bytes() == result.data
     if fmt == "personaxis":
         assert result.data == ledger_before  # the file never holds its own export event

@@ -135,7 +135,8 @@ def _copy(ctx: Context, memory: Memory, destination: str) -> MigrationReport:
     type=click.Choice(["pcp", "personaxis", "hux"]),
     required=True,
     help="pcp: an archive (.tar, or .zip by the suffix); personaxis: episodic.jsonl;"
-    " hux: a JSON array (JSON Lines when the file ends in .jsonl).",
+    " hux: a JSON array (JSON Lines when the file ends in .jsonl). A personaxis or HUX"
+    " export to a .zip is one file holding it with its proof, as GET /api/export hands out.",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--owner")
@@ -162,7 +163,8 @@ def export_command(
         result = ctx.memory.export_to(
             fmt, output, owner=owner, at=at.replace(tzinfo=UTC) if at else None
         )
-        beside = [str(p) for p in ledger_copy.sidecars(output) if fmt != "pcp" and p.is_file()]
+        flat = fmt != "pcp" and output.suffix != ".zip"  # else the proof is inside the zip
+        beside = [str(p) for p in ledger_copy.sidecars(output) if flat and p.is_file()]
         emit(
             ctx,
             {**result.to_dict(), "path": str(output), "beside": beside},

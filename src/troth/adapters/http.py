@@ -23,6 +23,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from troth.adapters.http_export import EXPORT_HEADERS, EXPORT_MEDIA_TYPE, export_response
 from troth.adapters.http_schema import Day, MemoryId, OptionalMemoryId, conform
 from troth.adapters.where import Where, filtered_page
 from troth.core.access import Grant
@@ -602,19 +603,20 @@ def create_api(
         responses={
             **ERRORS,
             200: {
-                "description": "personaxis JSONL, or HUX JSON",
-                "content": {"application/x-ndjson": {}, "application/json": {}},
+                "description": "the export as one zip, as `troth export -o NAME.zip` writes it:"
+                " a PCP archive, or a personaxis or HUX export in a bundle with its restore"
+                " copy and signed checkpoint (docs/formats.md)",
+                "content": {EXPORT_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+                "headers": EXPORT_HEADERS,
             },
         },
         response_class=Response,
     )
     def export(
-        scoped: Caller, fmt: Annotated[Literal["personaxis", "hux"], Query(alias="format")]
+        scoped: Caller, fmt: Annotated[Literal["personaxis", "hux", "pcp"], Query(alias="format")]
     ) -> Response:
-        """The caller's ledger as personaxis JSONL, or its memories as HUX JSON."""
-        data, _count = scoped.export(fmt)
-        media = "application/x-ndjson" if fmt == "personaxis" else "application/json"
-        return Response(data, media_type=media)
+        """The caller's ledger (personaxis) or memories (HUX, PCP), carrying their proof."""
+        return export_response(scoped.export(fmt))
 
     @app.post(
         "/uaix",

@@ -41,6 +41,7 @@ MANIFEST: Final = "manifest.json"
 PROFILE: Final = "profile/core.json"
 AUDIT: Final = "audit/log.jsonl"
 PAGES: Final = "memory/"
+ZIP_MAGIC: Final = b"PK\x03\x04"  # how a zip's first member begins
 
 
 @dataclass(frozen=True)
@@ -410,7 +411,7 @@ def decode(
 
 def sniff(data: bytes, filename: str = "") -> bool:
     """A zip, a tar, or a gzip-compressed tar."""
-    if data.startswith(b"PK\x03\x04"):
+    if data.startswith(ZIP_MAGIC):
         return True
     if len(data) > 262 and data[257:262] == b"ustar":
         return True

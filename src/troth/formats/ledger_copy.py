@@ -12,7 +12,10 @@ that copy, as JSON Lines (docs/formats.md, "The restore copy")::
 
 The header's ``entries`` count makes a copy whose last lines were cut off a defect of the
 copy itself; the signed checkpoint beside it (:data:`ARCHIVE_CHECKPOINT`,
-:data:`CHECKPOINT_SUFFIX`) proves where it came from. Pure: bytes in, records out.
+:data:`CHECKPOINT_SUFFIX`) proves where it came from. A personaxis or HUX export handed out
+as one file (``GET /api/export``, ``troth export -o NAME.zip``) is a *bundle*: a zip of the
+export and the two files written beside it (:func:`bundle`, :func:`unbundle`). Pure: bytes
+in, records out.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Final
 from troth.core.chain import entry_from_json
 from troth.core.errors import FormatError
 from troth.core.events import Record
-from troth.formats import jsontext
+from troth.formats import archive, jsontext
 
 VERSION: Final = 1
 #: The members a PCP archive troth writes carries beside its pages.
@@ -48,6 +51,38 @@ class LedgerCopy:
 def sidecars(path: Path) -> tuple[Path, Path]:
     """The restore copy and the checkpoint written beside a flat export ``path``."""
     return path.with_name(path.name + LEDGER_SUFFIX), path.with_name(path.name + CHECKPOINT_SUFFIX)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A flat export and what travels beside it, as one zip holds them."""
+
+    name: str
+    data: bytes
+    copy: bytes
+    note: bytes | None
+
+
+def bundle(name: str, data: bytes, copy: bytes, note: bytes | None, *, stamp: str) -> bytes:
+    """A deterministic zip of the export ``name`` and its restore copy and checkpoint, under
+    the names ``troth export -o name`` gives them; ``stamp`` (UTC) dates every member."""
+    files = {name: data, name + LEDGER_SUFFIX: copy}
+    if note is not None:
+        files[name + CHECKPOINT_SUFFIX] = note
+    return archive.write_zip(files, stamp)
+
+
+def unbundle(files: Mapping[str, bytes]) -> Bundle | None:
+    """The bundle an archive's members make (None: they are not one, e.g. a PCP archive)."""
+    beside = (LEDGER_SUFFIX, CHECKPOINT_SUFFIX)
+    exports = [n for n in files if not n.endswith(beside)]
+    if len(exports) != 1 or any("/" in n for n in files):
+        return None
+    name = exports[0]
+    copy = files.get(name + LEDGER_SUFFIX)
+    if copy is None or not set(files) <= {name, *(name + suffix for suffix in beside)}:
+        return None
+    return Bundle(name, files[name], copy, files.get(name + CHECKPOINT_SUFFIX))
 
 
 def _line(document: object) -> bytes:

@@ -5,7 +5,8 @@
     Memory (facade: the public verbs, each one line of delegation)
       │
       ├── use cases   Writes · Changes · Retention · Integrity · Reads
-      │               Portability · Returns (restore by proof) · Checkpoints · Migration · Tokens
+      │               Portability · Exports (with their proof) · Returns (restore by proof)
+      │               Checkpoints · Migration · Tokens
       │
       ├── Admission   validates a creation and asks the policy once
       ├── Ledger      the verified, serialised write path; verified tips; erasers
@@ -31,6 +32,7 @@ from troth.service.base import Clock, Parties
 from troth.service.changes import Changes
 from troth.service.checked import CheckedStore
 from troth.service.checkpoints import Checkpoints, erase_copies
+from troth.service.exports import Exports
 from troth.service.integrity import Integrity
 from troth.service.ledger import Eraser, Ledger
 from troth.service.migration import Migration
@@ -93,6 +95,7 @@ class Services:
             max_concurrent_recalls=max_concurrent_recalls,
         )
         self.portability = Portability(self.parties, self.admission, self.ledger, self.integrity)
+        self.exports = Exports(self.portability)
         restorer = Restorer(self.parties, self.ledger, self.vectors)
         self.returns = Returns(self.portability, restorer, self.changes, policy)
         self.checkpoints = Checkpoints(self.parties, self.admission, self.ledger, clock)

@@ -9,7 +9,7 @@ that does (``service/compose.py`` wires them, and draws the map):
 - ``retention.py``: sweep;
 - ``integrity.py``: verify, rebuild, restore_chain, reanchor (``vectors.py``: reindex);
 - ``reads.py``: get, memories, log, may_justify, recall;
-- ``portability.py``: export, export_to, import_path;
+- ``portability.py``: export, import_path; ``exports.py``: export_to, export_file;
 - ``checkpoints.py``: handle_checkpoint;
 - ``migration.py``: migrate; ``tokens.py``: tokens.
 
@@ -44,6 +44,7 @@ from troth.service.base import Clock, utc_now
 from troth.service.changes import FORGET_REASON
 from troth.service.compose import Services
 from troth.service.drafts import Draft, WriteFields, WriteItem, WriteResult
+from troth.service.exports import ExportFile
 from troth.service.integrity import OwnerReport
 from troth.service.migration import MigrationReport
 from troth.service.portability import ExportResult, ImportReport
@@ -443,12 +444,21 @@ class Memory:
     def export(
         self, fmt: str, *, owner: str | None = None, actor: str | None = None
     ) -> tuple[bytes, int]:
-        """An owner's ledger as personaxis JSONL, or its memories as HUX records — audited:
-        an ``export`` event by ``actor`` (default: this facade's principal) is appended
-        before the bytes are returned, as for :meth:`export_to`."""
+        """An owner's ledger as personaxis JSONL, or its memories as HUX records — the bytes
+        alone, without their proof (:meth:`export_file` carries it) — audited: an ``export``
+        event by ``actor`` (default: this facade's principal) is appended before the bytes
+        are returned, as for :meth:`export_to`."""
         whose = self.access.exportable(owner)
         result = self.parts.portability.export(fmt, owner=whose, actor=actor)
         return result.data, result.items
+
+    def export_file(
+        self, fmt: str, *, owner: str | None = None, actor: str | None = None
+    ) -> ExportFile:
+        """An export (pcp, personaxis, hux) as one file that carries its proof: what the HTTP
+        API and the review page hand out, the bytes ``troth export -o NAME.zip`` writes."""
+        whose = self.access.exportable(owner)
+        return self.parts.exports.hand_out(fmt, owner=whose, actor=actor)
 
     def export_to(
         self,
@@ -458,9 +468,10 @@ class Memory:
         owner: str | None = None,
         at: datetime | None = None,
     ) -> ExportResult:
-        """Export to a file: a PCP archive (.tar or .zip), personaxis JSONL or HUX records."""
+        """Export to a file: a PCP archive (.tar or .zip), personaxis JSONL or HUX records
+        with their restore copy and checkpoint beside them, or the three in a .zip."""
         whose = self.access.exportable(owner)
-        return self.parts.portability.export_to(fmt, output, owner=whose, at=at)
+        return self.parts.exports.export_to(fmt, output, owner=whose, at=at)
 
     def import_path(
         self,

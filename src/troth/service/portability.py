@@ -11,9 +11,10 @@ Two ways in:
   the source values PCP has no key for); ``recorded_at`` becomes the import instant and
   what an agent or a tool made comes in ``proposed``.
 
-Every export to a file carries its proof (docs/formats.md): the restore copy of the rows it
-was made from (``formats/ledger_copy.py``) and, with a sealer attached, the signed
-checkpoint of those rows — inside an archive, beside a personaxis or HUX file.
+Every export a surface hands out carries its proof (docs/formats.md): the restore copy of
+the rows it was made from (``formats/ledger_copy.py``) and, with a sealer attached, the
+signed checkpoint of those rows. ``service/exports.py`` makes those exports from the views
+here; :meth:`Portability.export` is the bare bytes, for a library caller.
 
 A run reads and checks its whole input first: any defect (bad JSON or YAML, a broken chain,
 a path that climbs out, a bomb, a checksum) is a FormatError naming the file and line, and
@@ -167,16 +168,6 @@ def in_order(records: Sequence[Record], owner: str) -> list[MemoryRecord]:
 
 def hux_bytes(memories: Sequence[MemoryRecord], *, lines: bool) -> bytes:
     return hux.encode(memories, lines=lines)
-
-
-def _sidecar(path: Path, data: bytes | None) -> None:
-    if data is None:
-        path.unlink(missing_ok=True)
-        return
-    try:
-        path.write_bytes(data)
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {path}: {exc.strerror}", path=str(path)) from exc
 
 
 # -- import ------------------------------------------------------------------------------------
@@ -438,9 +429,10 @@ class Portability:
                 channel=steward_channel(who, owner),
             )
 
-    def _archive(
+    def archive_bytes(
         self, whose: str, at: datetime | None, container: str
-    ) -> tuple[ExportResult, tuple[str, ...]]:
+    ) -> tuple[ExportResult, tuple[str, ...], dict[str, bytes]]:
+        """An owner's PCP archive (not audited), the ids it speaks for, and its members."""
         if container not in ("tar", "zip"):
             raise InvalidInputError(
                 f"an archive is tar or zip; got {container!r}", field="container"
@@ -448,7 +440,7 @@ class Portability:
         files, ids, omitted = self.pcp_files(owner=whose, at=at)
         exported_at = json.loads(files[archive.MANIFEST])["exported_at"]
         writer = archive.write_zip if container == "zip" else archive.write_tar
-        return ExportResult("pcp", writer(files, exported_at), len(ids), omitted), ids
+        return ExportResult("pcp", writer(files, exported_at), len(ids), omitted), ids, files
 
     def export_archive(
         self,
@@ -462,7 +454,7 @@ class Portability:
         The export is audited: once the bytes are made, one ``export`` event is appended.
         """
         whose = self._owner(owner)
-        result, ids = self._archive(whose, at, container)
+        result, ids, _files = self.archive_bytes(whose, at, container)
         self.record_export(result, owner=whose, memory_ids=ids)
         return result
 
@@ -474,64 +466,6 @@ class Portability:
         ids = tuple(sorted(self.store.projection(whose)))
         data, count = self.flat_bytes("hux-jsonl" if lines else fmt, owner=whose)
         return ExportResult(fmt, data, count), ids
-
-    def _flat_with_copy(
-        self, fmt: str, whose: str, *, lines: bool
-    ) -> tuple[ExportResult, tuple[str, ...], bytes, bytes | None]:
-        """A flat export, its restore copy and its signed checkpoint, from one read of the rows."""
-        records = list(self.store.records(whose))
-        memories = in_order(records, whose)
-        if fmt == "personaxis":
-            data, count = personaxis.encode(r.entry for r in records), len(records)
-        else:
-            data, count = hux_bytes(memories, lines=lines), len(memories)
-        ids = tuple(sorted(m.id for m in memories))
-        copy = ledger_copy.encode(whose, records)
-        return ExportResult(fmt, data, count), ids, copy, self.proofs.sign(whose, records)
-
-    def export_to(
-        self,
-        fmt: str,
-        output: Path,
-        *,
-        owner: str | None = None,
-        at: datetime | None = None,
-    ) -> ExportResult:
-        """Export in ``fmt`` to a file; a PCP archive is a zip when the name ends in ``.zip``.
-
-        The bytes are made, written, then the export is audited (:func:`record_export`); should
-        the ledger refuse the event (it does not verify), the file is removed again: no export
-        leaves without its event, and the file never holds its own export event.
-        """
-        whose = self._owner(owner)
-        if not output.parent.is_dir():
-            raise NotFoundError(
-                f"{output.parent} is not a folder; create it or write elsewhere", path=str(output)
-            )
-        sidecars: list[tuple[Path, bytes | None]] = []
-        if fmt == "pcp":
-            container = "zip" if output.suffix == ".zip" else "tar"
-            result, ids = self._archive(whose, at, container)
-        elif fmt in ("personaxis", "hux", "hux-jsonl"):
-            lines = fmt == "hux-jsonl" or (fmt == "hux" and output.suffix == ".jsonl")
-            kind = "personaxis" if fmt == "personaxis" else "hux"
-            result, ids, copy, note = self._flat_with_copy(kind, whose, lines=lines)
-            sidecars = list(zip(ledger_copy.sidecars(output), (copy, note), strict=True))
-        else:
-            raise InvalidInputError(
-                f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}", field="format"
-            )
-        written = [output, *(path for path, _ in sidecars)]
-        try:
-            _sidecar(output, result.data)
-            for path, data in sidecars:
-                _sidecar(path, data)
-            self.record_export(result, owner=whose, memory_ids=ids)
-        except BaseException:
-            for path in written:
-                path.unlink(missing_ok=True)
-            raise
-        return result
 
     def _keys(self, owner: str) -> set[tuple[str, str]]:
         """The idempotency keys already in an owner's projection."""

@@ -52,6 +52,13 @@ class Carried:
     copy: LedgerCopy | None
     note: bytes | None
     files: Mapping[str, bytes] | None = None  # an archive's members
+    member: str | None = None  # a bundle's export, by name
+
+    def sources(self, name: str) -> list[tuple[str, bytes]]:
+        """What an import reads of the file ``name``: a bundle's export, else the file."""
+        if self.member is None:
+            return [(name, self.data)]
+        return [(f"{name}:{self.member}", self.data)]
 
 
 def _copy(data: bytes | None, where: str) -> LedgerCopy | None:
@@ -62,21 +69,40 @@ def _optional(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
-def carried(path: Path, data: bytes, fmt: str | None = None) -> Carried:
-    """The format of ``data`` (read from ``path``) and the proof it carries or has beside it."""
-    copy_path, note_path = ledger_copy.sidecars(path)
-    beside = _copy(_optional(copy_path), copy_path.name)
+def _flat_format(fmt: str | None, data: bytes, name: str, beside: LedgerCopy | None) -> str:
     if fmt is None and data.strip() in (b"", b"[]") and beside is not None:
         # An export without a record has nothing to be recognised by: a personaxis log is
         # empty only when its ledger is; otherwise it is HUX of a ledger with no memories.
         fmt = "personaxis" if not beside.records and not data.strip() else "hux"
-    codec = registry.get(fmt) if fmt else registry.detect(data, path.name)
-    if codec.name == "pcp":
+    return registry.get(fmt).name if fmt else registry.detect(data, name).name
+
+
+def carried(path: Path, data: bytes, fmt: str | None = None) -> Carried:
+    """The format of ``data`` (read from ``path``) and the proof it carries or has beside it:
+    inside a PCP archive or a bundle (a zip of a flat export and its two files), or beside
+    a personaxis or HUX file."""
+    if fmt in (None, "pcp", "personaxis", "hux") and data.startswith(archive.ZIP_MAGIC):
         files = archive.read(data, where=path.name)
-        archive.verify(files, where=path.name)
-        copy = _copy(files.get(ledger_copy.ARCHIVE_LEDGER), f"{path.name}:troth/ledger.jsonl")
-        return Carried("pcp", data, copy, files.get(ledger_copy.ARCHIVE_CHECKPOINT), files)
-    return Carried(codec.name, data, beside, _optional(note_path))
+        held = ledger_copy.unbundle(files)
+        if held is not None:
+            where = f"{path.name}:{held.name}"
+            copy = _copy(held.copy, where + ledger_copy.LEDGER_SUFFIX)
+            kind = _flat_format(fmt, held.data, held.name, copy)
+            return Carried(kind, held.data, copy, held.note, member=held.name)
+        if fmt in (None, "pcp"):
+            return _archived(path, data, files)
+    copy_path, note_path = ledger_copy.sidecars(path)
+    beside = _copy(_optional(copy_path), copy_path.name)
+    kind = _flat_format(fmt, data, path.name, beside)
+    if kind == "pcp":
+        return _archived(path, data, archive.read(data, where=path.name))
+    return Carried(kind, data, beside, _optional(note_path))
+
+
+def _archived(path: Path, data: bytes, files: Mapping[str, bytes]) -> Carried:
+    archive.verify(files, where=path.name)
+    copy = _copy(files.get(ledger_copy.ARCHIVE_LEDGER), f"{path.name}:troth/ledger.jsonl")
+    return Carried("pcp", data, copy, files.get(ledger_copy.ARCHIVE_CHECKPOINT), files)
 
 
 def _same_view(found: Carried, records: tuple[Record, ...], owner: str) -> str | None:
@@ -193,7 +219,7 @@ class Returns:
             )
         if mode == "restore":
             report = self._restore(path, fmt=fmt, owner=whose, reanchor=reanchor, progress=progress)
-        elif path.is_file() and ledger_copy.sidecars(path)[0].is_file() and not reanchor:
+        elif _carries_copy(path) and not reanchor:
             report = self._import_with_copy(path, fmt=fmt, owner=whose, progress=progress)
         else:
             report = self.portability.import_path(
@@ -232,6 +258,7 @@ class Returns:
                 return report
             why = proven.reason
             fmt = found.format
+            sources = found.sources(name)
         report = self.portability.import_files(
             sources,
             fmt=fmt,
@@ -251,12 +278,16 @@ class Returns:
         self, path: Path, *, fmt: str | None, owner: str, progress: Progress | None
     ) -> ImportReport:
         """A troth personaxis export imported plainly: each memory keeps the kind, topic and
-        other fields its creating entry's metadata (in the copy beside it) records."""
-        [(_name, data)] = read_sources(path)  # the size limits of every import
+        other fields its creating entry's metadata (in the copy beside it, or in its bundle)
+        records. A bundle's HUX export is imported as HUX."""
+        [(name, data)] = read_sources(path)  # the size limits of every import
         found = carried(path, data, fmt)
         if found.format != "personaxis" or found.copy is None:
-            return self.portability.import_path(path, fmt=fmt, owner=owner, progress=progress)
-        items, refused = personaxis.items(found.data, name=path.name)
+            return self.portability.import_files(
+                found.sources(name), fmt=found.format, owner=owner, progress=progress
+            )
+        [(name, _data)] = found.sources(name)
+        items, refused = personaxis.items(found.data, name=name)
         fields = {r.entry.hash: _created_fields(r.meta) for r in found.copy.records}
         items = [replace(i, fields={**fields.get(i.key[0], {}), **i.fields}) for i in items]
         report = ImportReport("personaxis", "import", owner, refused=refused)
@@ -303,8 +334,10 @@ class Returns:
                 "ok": False,
                 "file": str(path),
                 "message": f"{path.name} carries no signed checkpoint (an archive's"
-                f" {ledger_copy.ARCHIVE_CHECKPOINT}, or {path.name}{ledger_copy.CHECKPOINT_SUFFIX}"
-                " beside it); export it again with troth export",
+                f" {ledger_copy.ARCHIVE_CHECKPOINT}, a bundle's"
+                f" {found.member or 'FILE'}{ledger_copy.CHECKPOINT_SUFFIX}, or"
+                f" {path.name}{ledger_copy.CHECKPOINT_SUFFIX} beside it); export it again with"
+                " troth export",
             }
         checkpoint = proofs.open(found.note, where=path.name)
         whose = origin_owner(checkpoint.origin)
@@ -329,6 +362,21 @@ class Returns:
             differs = _same_view(found, rows, whose)
             problem = None if differs is None else f"{path.name}: {differs}"
         return _finding(path, "export", whose, checkpoint, len(rows), problem)
+
+
+def _carries_copy(path: Path) -> bool:
+    """Whether ``path`` is a flat export with its restore copy beside it, or a bundle."""
+    if not path.is_file():
+        return False
+    if ledger_copy.sidecars(path)[0].is_file():
+        return True
+    if path.suffix != ".zip":
+        return False
+    try:
+        [(_name, data)] = read_sources(path)
+        return ledger_copy.unbundle(archive.read(data, where=path.name)) is not None
+    except FormatError:  # the import that follows says what is wrong with it
+        return False
 
 
 def _looks_like_note(data: bytes) -> bool:

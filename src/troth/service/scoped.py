@@ -33,6 +33,7 @@ from troth.core.records import KINDS, STATUSES, MemoryRecord
 from troth.service import validation as check
 from troth.service.changes import FORGET_REASON
 from troth.service.drafts import WriteFields
+from troth.service.exports import ExportFile
 from troth.service.memory import Memory, OwnerReport, WriteResult
 from troth.service.recall import Query, RecallHit
 from troth.storage.base import MemoryFilter
@@ -264,11 +265,12 @@ class ScopedMemory:
         self.grant.require(READ, "verify the ledger")
         return self._memory.verify(self.owner)[0]
 
-    def export(self, fmt: str) -> tuple[bytes, int]:
-        """The owner's ledger (personaxis) or memories (hux); the export is audited in the
-        ledger (an ``export`` event naming the caller) before the bytes are returned."""
+    def export(self, fmt: str) -> ExportFile:
+        """The owner's ledger (personaxis) or memories (hux, pcp) as one file carrying its
+        proof; the export is audited in the ledger (an ``export`` event naming the caller)
+        before the file is returned."""
         self.grant.require(EXPORT, "export the ledger")
-        return self._memory.export(fmt, owner=self.owner, actor=self.grant.principal)
+        return self._memory.export_file(fmt, owner=self.owner, actor=self.grant.principal)
 
     # -- writes -----------------------------------------------------------------------
 

@@ -114,6 +114,13 @@ class Holding:
         """True when the store extends the witnessed checkpoint."""
         return self.state == "ok"
 
+    @property
+    def finding(self) -> bool:
+        """True when what was found refuses the store. A witness that cannot be reached is
+        not a finding: the others still hold the store, and writes and ``troth verify`` say
+        it was missed."""
+        return not self.ok and self.state != "unreachable"
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
         return {
@@ -394,11 +401,9 @@ class Sealer:
         """
         sizes = []
         for held in self.hold(owner):
-            if not held.ok and held.state != "unreachable":
+            if held.finding:
                 raise IntegrityError(held.message, owner=held.owner, state=held.state)
             if held.ok:
-                # A witness that cannot be reached is not a finding (as for ``guard``): the
-                # others hold the store, and writes and `troth verify` say it is missed.
                 sizes.append(held.witnessed_size)
         return max(sizes, default=None)
 
@@ -406,11 +411,11 @@ class Sealer:
         """Refuse a store behind or beside its witnessed checkpoints; else each owner's length.
 
         What a writer calls before it writes: the first finding is an :class:`IntegrityError`
-        carrying its sentence (a witness that cannot be reached is not a finding: the others
-        still hold the store). The lengths let :meth:`seal_moved` seal what the write changed.
+        carrying its sentence (:attr:`Holding.finding`). The lengths let :meth:`seal_moved`
+        seal what the write changed.
         """
         for held in self.hold():
-            if not held.ok and held.state != "unreachable":
+            if held.finding:
                 raise IntegrityError(held.message, owner=held.owner, state=held.state)
         return {owner: self.store.tip(owner).length for owner in self.store.owners()}
 

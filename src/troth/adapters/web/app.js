@@ -662,8 +662,9 @@ async function download(fmt) {
   try {
     const response = await request("GET", "/api/export?format=" + fmt);
     const blob = await response.blob();
-    const day = new Date().toISOString().slice(0, 10);
-    const file = `troth-${me.owner.replace(/[^A-Za-z0-9._-]/g, "-")}-${day}.${fmt === "personaxis" ? "personaxis.jsonl" : "hux.json"}`;
+    // The server names the file: a zip holding the export with its restore copy and checkpoint.
+    const named = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
+    const file = named ? named[1] : `troth-${fmt}.zip`;
     const url = URL.createObjectURL(blob);
     const a = el("a", { href: url, download: file, hidden: "" });
     document.body.append(a);
