@@ -4,8 +4,9 @@
 one owner's ledger with N memories, then redacts one of them while another owner writes in
 a loop on another thread, and records the redaction's time and the other owner's longest
 write (docs/benchmarks.md, ``bench:erasure``). The redaction holds the write lock on SQLite
-(one writer per file) and, on PostgreSQL, ``VACUUM FULL`` holds each erasable table while it
-copies it: both grow with the store, which is what the figure shows.
+(one writer per file) while it truncates the WAL; on PostgreSQL the compaction it runs
+(``storage.postgres.scrub``) takes no lock another owner's write waits for, and grows with
+the store only in its own duration (the redaction's time), not in the other owner's.
 """
 
 from __future__ import annotations

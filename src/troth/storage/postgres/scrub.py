@@ -48,24 +48,26 @@ _HEAP_SIZES: Final = (1800, 900, 400, 160, 48, 0)
 # Values stored out of line in chunks of 1996 bytes (TOAST_MAX_CHUNK_SIZE); the last
 # chunk of a 2-chunk-plus-r value is r bytes, so these fill a TOAST page's gaps in turn.
 _TOAST_SIZES: Final = tuple(2 * 1996 + r for r in (1996, 1000, 500, 200, 64, 1))
+_PLACED: Final = " RETURNING (ctid::text::point)[0]::bigint"  # the page each row went to
 # A junk row of each table: its key columns from the batch's own random prefix (so two
 # scrubs never wait on each other's keys), its junk in the widest text column.
 _JUNK: Final = {
     "ledger": (
         "INSERT INTO ledger (owner, seq, ts, content, source, tags, prev_hash, hash)"
         " SELECT '', -(g + %(base)s), '', substr(%(pad)s, 1, %(size)s), '', '[]', '', ''"
-        " FROM generate_series(1, %(n)s) AS g"
+        " FROM generate_series(1, %(n)s) AS g" + _PLACED
     ),
     "memories": (
         "INSERT INTO memories (owner, id, status, retrievable, kind, scope, partition,"
         " sensitivity, tags, seq, updated_at, digest, doc, recall, body)"
         " SELECT '', %(prefix)s || g, '', false, '', '', '', '', '{}', 0, '', '',"
         " substr(%(pad)s, 1, %(size)s), '', ''::tsvector FROM generate_series(1, %(n)s) AS g"
+        + _PLACED
     ),
     "checkpoint_replies": (
         "INSERT INTO checkpoint_replies (owner, message_id, request_checksum, response)"
         " SELECT '', %(prefix)s || g, '', convert_to(substr(%(pad)s, 1, %(size)s), 'UTF8')"
-        " FROM generate_series(1, %(n)s) AS g"
+        " FROM generate_series(1, %(n)s) AS g" + _PLACED
     ),
 }
 
@@ -115,10 +117,10 @@ def overwrite_free_space(db: psycopg.Connection[Any], tables: Sequence[str]) -> 
         for table in tables:
             heap, toast = _relations(db, table)
             for size in _HEAP_SIZES:
-                written += _fill(db, table, heap, size)
+                written += _fill(db, table, heap, size, heap=True)
             if toast is not None:
                 for size in _TOAST_SIZES:
-                    written += _fill(db, table, toast, size)
+                    written += _fill(db, table, toast, size, heap=False)
     return written
 
 
@@ -137,18 +139,22 @@ def _blocks(db: psycopg.Connection[Any], relation: int) -> int:
     return int(row[0]) // _BLOCK if row else 0
 
 
-def _fill(db: psycopg.Connection[Any], table: str, relation: int, size: int) -> int:
-    """Insert junk rows of one size until ``relation`` has grown by two pages: the first
-    new page takes what the free-space map had no room for, the second says it has none
-    left. A cap of twice the relation's size (and 1 MB) bounds a run that keeps racing
-    other writers for new pages."""
+def _fill(db: psycopg.Connection[Any], table: str, relation: int, size: int, *, heap: bool) -> int:
+    """Insert junk rows of one size until two of them have gone to pages past the ones
+    ``relation`` had (the free-space map had no page left with room for them), read from
+    the rows' own ``ctid`` for the heap and from the relation's growth for TOAST. A cap of
+    twice the relation's size (and 1 MB) bounds a run that keeps racing other writers for
+    new pages. An empty relation has no free space to fill."""
     start = _blocks(db, relation)
+    if start == 0:
+        return 0
     cap = 2 * start * _BLOCK + (1 << 20)
     pad = secrets.token_hex(max(size, 1))  # hex of random bytes: pglz finds nothing to save
     written = 0
-    while _blocks(db, relation) < start + 2 and written * max(size, 64) < cap:
+    past: set[int] = set()
+    while len(past) < 2 and written * max(size, 64) < cap:
         stamp = secrets.randbelow(1 << 40)
-        db.execute(
+        placed = db.execute(
             _JUNK[table],
             {
                 "base": stamp << 16,
@@ -157,6 +163,10 @@ def _fill(db: psycopg.Connection[Any], table: str, relation: int, size: int) -> 
                 "size": size,
                 "n": _BATCH,
             },
-        )
+        ).fetchall()
         written += _BATCH
+        if heap:
+            past.update(int(row[0]) for row in placed if int(row[0]) >= start)
+        else:
+            past.update(range(start, _blocks(db, relation)))
     return written
