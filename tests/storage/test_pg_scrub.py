@@ -65,7 +65,10 @@ def test_the_scrub_removes_what_a_plain_vacuum_leaves_in_a_page(store: PostgresS
     # Pruned and reindexed, no query reaches the text, but a heap page's free space keeps
     # the bytes no live row was moved over: this layout is the one that shows it.
     left = files_holding(store, CANARY)
-    assert left, "the layout no longer leaves the text after a plain VACUUM"
+    assert left, (
+        "this layout no longer leaves the text after a plain VACUUM and REINDEX: lengthen the"
+        " secret (or write more rows before it) so the test still shows what the overwrite is for"
+    )
     assert store.finish_erasures()  # the whole scrub: the free space is overwritten too
     assert files_holding(store, CANARY) == []
     assert store.pending_erasures() == 0
