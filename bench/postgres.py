@@ -498,7 +498,7 @@ def scale(url: str, size: int) -> dict[str, str]:
             f"{statistics.median(timings):.1f} / {timings[int(len(timings) * 0.95)]:.1f} ms"
         ),
         "database size": f"{size_mb:,.0f} MB",
-        "one redaction incl. VACUUM FULL": f"{erase:.2f} s",
+        "one redaction incl. its compaction (the scrub)": f"{erase:.2f} s",
     }
 
 

@@ -3,11 +3,12 @@ it holds a lock another owner's write needs.
 
 A redaction's transaction records a pending erasure with the erased rows (both stores'
 ``pending_erasures`` table), so the record commits or vanishes with the erasure itself.
-Finishing it (SQLite: checkpoint and truncate the WAL; PostgreSQL: rewrite the erasable
-tables once no older snapshot remains) is only *tried*, each try giving up at once when a
-reader holds an older snapshot. :class:`Finisher` tries after the redaction commits, for
-as long as the redaction is willing to wait, then goes on trying on a background thread
-while the store is open; every open tries once more. See docs/ledger.md, "Erasure".
+Finishing it (SQLite: checkpoint and truncate the WAL; PostgreSQL: scrub the erasable
+tables' files, ``storage.postgres.scrub``, once no older snapshot remains) is only
+*tried*, each try giving up at once when a reader holds an older snapshot.
+:class:`Finisher` tries after the redaction commits, for as long as the redaction is
+willing to wait, then goes on trying on a background thread while the store is open;
+every open tries once more. See docs/ledger.md, "Erasure".
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from troth.storage.sql import migrations
 TEXT_SEARCH_CONFIG = "english"
 """The text search configuration of the full-text column and of every query."""
 ERASABLE_TABLES = ("ledger", "memories", "checkpoint_replies")
-"""Tables that hold erasable text; ``compact()`` rewrites them after an erasure."""
+"""Tables that hold erasable text: the erasure scrub (``scrub``) and ``compact()`` work on them."""
 MIGRATION_LOCK = 0x6C6D5F6D6967  # "lm_mig": one migrator at a time
 # "lm_bulk": bulk loads hold it shared; whoever builds the vector index holds it alone, so
 # an index is never built while a load runs, nor twice at once.

@@ -5,11 +5,12 @@ in ``schema``, the searches in ``search``. Full text is PostgreSQL's own (``tsve
 GIN); vectors are pgvector with an HNSW index once the embedder's dimension is known.
 
 Erasure: a transaction that erases text records a pending erasure (with its transaction
-id); once no other session holds a snapshot older than it, the tables the text lived in
-are rewritten (``VACUUM FULL``: heap, TOAST and every index are written anew and the old
-files unlinked), taking each table's lock only if it is free at once, so no writer queues
-behind a reader (``storage.erasure``). What remains in WAL and backups is stated in
-docs/operations.md.
+id); once no other session holds a snapshot older than it, the text is scrubbed from the
+files of the tables it lived in with locks no write waits for (``postgres.scrub``: VACUUM,
+REINDEX CONCURRENTLY of the GIN index, every page's free space overwritten), retried while
+an older reader remains (``storage.erasure``). ``compact()`` is the full rewrite
+(``VACUUM FULL``), which holds each table while it copies it. What remains in WAL and
+backups is stated in docs/operations.md.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from troth.storage.erasure import ERASURE_WAIT, Finisher
-from troth.storage.postgres import schema, search
+from troth.storage.postgres import schema, scrub, search
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.search import FILTERS
 from troth.storage.postgres.transaction import (
@@ -455,9 +456,10 @@ class PostgresStore(sql.SQLReads):
         """Rewrite the tables erased text lived in, so no dead tuple or index page keeps it.
 
         ``VACUUM FULL`` writes each table, its TOAST table and all its indexes into new
-        files and unlinks the old ones (a plain VACUUM only marks dead space reusable).
-        It locks each table while it copies it; here it waits for the lock as any
-        statement does (``finish_erasures`` is the path that never queues).
+        files and unlinks the old ones: no byte of the old files is left in a live one.
+        It holds each table (``ACCESS EXCLUSIVE``) while it copies it, and every read and
+        write of it waits meanwhile: an operator's maintenance command, not what a
+        redaction runs (``finish_erasures`` scrubs without holding a table).
         """
         db = self._connection()
         try:
@@ -484,16 +486,16 @@ class PostgresStore(sql.SQLReads):
         if last is None:
             return True
         # A session whose snapshot is older than an erasure may still read the erased row
-        # versions, and VACUUM FULL copies every version such a snapshot can see.
+        # versions, and VACUUM keeps every version such a snapshot can see.
         older = db.execute(_OLDER_SNAPSHOT, (last,)).fetchone()
         if older and older[0]:
             return False
         try:
-            # Take each table's lock only if it is free now: a VACUUM FULL queued behind a
-            # reader would queue every writer behind itself.
-            db.execute("SET lock_timeout = '50ms'")
-            for table in schema.ERASABLE_TABLES:
-                db.execute(pgsql.SQL("VACUUM (FULL) {}").format(pgsql.Identifier(table)))
+            # No lock the scrub takes conflicts with a write's, so waiting for one queues no
+            # writer; the timeout bounds a try (an autovacuum holding the table is cancelled
+            # after deadlock_timeout, 1 s; a REINDEX waits for transactions under way).
+            db.execute("SET lock_timeout = '5s'")
+            scrub.scrub(db)
         except psycopg.errors.LockNotAvailable:
             return False
         finally:
