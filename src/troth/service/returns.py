@@ -83,7 +83,7 @@ def carried(path: Path, data: bytes, fmt: str | None = None) -> Carried:
     a personaxis or HUX file."""
     if fmt in (None, "pcp", "personaxis", "hux") and data.startswith(archive.ZIP_MAGIC):
         files = archive.read(data, where=path.name)
-        held = ledger_copy.unbundle(files)
+        held = None if fmt == "pcp" else ledger_copy.unbundle(files)
         if held is not None:
             where = f"{path.name}:{held.name}"
             copy = _copy(held.copy, where + ledger_copy.LEDGER_SUFFIX)
