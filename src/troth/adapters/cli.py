@@ -557,6 +557,26 @@ def rebuild(obj: Context, owner: str | None, as_json: bool) -> None:
             sys.exit(EXIT_NOT_FOUND)
 
 
+@cli.command()
+@json_option
+@click.pass_obj
+def compact(obj: Context, as_json: bool) -> None:
+    """Maintenance: rewrite every file erased text lived in. On PostgreSQL this is VACUUM
+    FULL, which holds each table while it copies it (docs/operations.md, erasure)."""
+    ctx = with_json(obj, as_json)
+    with handled(ctx):
+        pending = ctx.memory.compact()
+        emit(
+            ctx,
+            {"compacted": True, "pending_erasures": pending},
+            lambda: out_console.print(
+                "compacted: no file keeps an erased text"
+                if not pending
+                else f"compacted; {pending} erasures still wait for a reader to end"
+            ),
+        )
+
+
 def _why(why: dict[str, Any]) -> str:
     """One line: lexical and vector rank, then each adjustment."""
     parts = []
