@@ -26,6 +26,7 @@ from troth.core.chain import (
     entry_problem,
     sha256_hex,
 )
+from troth.core.jsontext import encoder
 
 _js_string = json.encoder.encode_basestring
 
@@ -74,7 +75,7 @@ def canonical_bytes(value: Any) -> bytes:
 # tests/core/test_events.py checks the two agree on generated values.
 _SAFE_INTEGER: Final = 2**53 - 1
 _PLAIN_NODES: Final = 100_000
-_plain_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+_plain_encode = encoder(separators=(",", ":"), sort_keys=True)
 
 
 def _plain_text(value: Any) -> str | None:
@@ -82,7 +83,7 @@ def _plain_text(value: Any) -> str | None:
     if not _plain(value):
         return None
     try:
-        return _plain_encoder.encode(value)
+        return _plain_encode(value)
     except RecursionError:  # nested deeper than the C encoder goes: the library decides
         return None
 

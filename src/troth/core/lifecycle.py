@@ -25,7 +25,7 @@ from typing import Any, Final
 from troth.core.chain import REDACTED_MARKER, Entry, sha256_hex
 from troth.core.errors import ConflictError, NotFoundError
 from troth.core.events import Event, Record
-from troth.core.provenance import ENDORSED_FIELD, endorsed, origin_of
+from troth.core.provenance import ENDORSED_FIELD, ORIGIN_FIELD, endorsed, origin_of
 from troth.core.records import (
     ERASED_SCOPE_ID,
     SYSTEM_PRINCIPAL,
@@ -60,6 +60,7 @@ JSON_FIELDS: Final = ("tags", "extra")
 """Free-text fields kept as texts holding their canonical JSON."""
 SCOPE_TEXT: Final = "scope_id"
 """The text that holds a project or conversation scope's id (its level stays a field)."""
+_FREE_TEXTS: Final = frozenset((*TEXT_FIELDS, *JSON_FIELDS, SCOPE_TEXT))
 
 
 def split_free_text(
@@ -95,8 +96,11 @@ def _free_text(event: Event, name: str, default: Any = None) -> Any:
     return json.loads(value) if name in JSON_FIELDS else value
 
 
+_GLOBAL: Final[Mapping[str, Any]] = {"level": "global"}
+
+
 def _scope(event: Event) -> Scope:
-    scope = dict(event.fields.get("scope", {"level": "global"}))
+    scope = dict(event.fields.get("scope", _GLOBAL))
     if SCOPE_TEXT in event.texts:
         text = event.texts[SCOPE_TEXT]
         scope["scope_id"] = ERASED_SCOPE_ID if text == REDACTED_MARKER else text
@@ -142,6 +146,23 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
     # in the chain sets the memory's own ``redacted`` flag.
     content = "" if status == "no_store" or entry.redacted else entry.content
     redacted = False
+    if _FREE_TEXTS.isdisjoint(texts):
+        # No free text among the texts (most creations: a reason, perhaps a title): each is
+        # read from the fields, as ``_free_text``, ``_scope`` and ``_tags`` would read it,
+        # without their five calls on every write.
+        scope = Scope(**f.get("scope", _GLOBAL))
+        session, evidence, path = f.get("session"), f.get("evidence"), f.get("path")
+        tags = tuple(f.get("tags", ()))
+        extra = f.get("extra", {})
+    else:
+        scope = _scope(event)
+        session, evidence, path = (
+            _free_text(event, "session"),
+            _free_text(event, "evidence"),
+            _free_text(event, "path"),
+        )
+        tags = _tags(event)
+        extra = _free_text(event, "extra", {})
     return MemoryRecord(
         id=event.memory,
         owner=owner,
@@ -153,20 +174,20 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         reason=texts.get("reason", REDACTED_MARKER),
         created_at=entry.ts,
         updated_at=entry.ts,
-        scope=_scope(event),
+        scope=scope,
         kind=f.get("kind", "fact"),
         sensitivity=f.get("sensitivity", "normal"),
         topic=f.get("topic", "general"),
         ttl=TTL(**f.get("ttl", {"policy": "never"})),
         on_behalf_of=event.on_behalf_of,
-        session=_free_text(event, "session"),
-        evidence=_free_text(event, "evidence"),
+        session=session,
+        evidence=evidence,
         audit=tuple(audit),
         supersedes=event.supersedes,
         retrievable=status == "active",
         revision=1,
         title="" if entry.redacted else texts.get("title", ""),
-        tags=_tags(event),
+        tags=tags,
         confidence=f.get("confidence"),
         importance=f.get("importance"),
         valid_from=f.get("valid_from"),
@@ -175,7 +196,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         relations=tuple(Relation(**r) for r in f.get("relations", ())),
         lifecycle=f.get("lifecycle", "active"),
         partition=f.get("partition", "default"),
-        path=_free_text(event, "path"),
+        path=path,
         page_type=f.get("page_type"),
         derived_from=tuple(f.get("derived_from", ())),
         flagged=bool(f.get("flagged", False)),
@@ -183,9 +204,9 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         recorded_at=f.get("recorded_at"),
         # The entry's source is the weakest channel the text came through (core/provenance.py);
         # the writer of that origin, and who vouched for the text, are committed fields.
-        origin=origin_of(f),
+        origin=origin_of(f) if ORIGIN_FIELD in f else "",
         endorsed_by=tuple(f.get(ENDORSED_FIELD, ())),
-        extra=_free_text(event, "extra", {}),
+        extra=extra,
         stamps=f.get("stamps", {}),
         entry_hash=entry.hash,
         seq=seq,

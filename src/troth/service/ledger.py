@@ -62,6 +62,21 @@ _MARKERS = {"approve": "approved", "reject": "rejected", "hide": "hidden", "expi
 _TOMBSTONES = ("forget", "redact")
 
 
+class _ThreadWrites(threading.local):
+    """What one thread's open writes share: how deeply they nest, where each owner's began
+    (the tip, and the memories it changed: for the read check), and whether one erased text.
+
+    Class-level defaults, so reading one needs no ``getattr`` default (a failed look-up
+    builds and drops an exception on every write).
+    """
+
+    depth = 0
+    erased = False
+
+    def __init__(self) -> None:
+        self.starts: dict[str, tuple[Tip, set[str]]] = {}
+
+
 class Ledger:
     """The verified, serialised write path over one store, and the verified tip of each chain."""
 
@@ -85,7 +100,7 @@ class Ledger:
         # Owners another process wrote to between two writes of ours: their next write
         # holds the chain at once instead of first trying the head it would find moved.
         self._contended: set[str] = set()
-        self._thread = threading.local()  # .depth: writes open on this thread
+        self._thread = _ThreadWrites()
 
     # -- erasure participants -----------------------------------------------------------
 
@@ -121,13 +136,14 @@ class Ledger:
     def _ensure_verified(self, tx: Transaction) -> Tip:
         """Verify the chain up to its head before appending (incrementally after the first)."""
         tip = tx.tip()
-        cached = self._verified.get(tx.owner)
+        owner = tx.owner
+        cached = self._verified.get(owner)
         result: Verification | None = None
         if cached is not None and cached.length <= tip.length:
             if cached.length == tip.length and cached.head == tip.head:
-                self._contended.discard(tx.owner)  # nobody else wrote since our last write
+                self._contended.discard(owner)  # nobody else wrote since our last write
                 return tip
-            self._contended.add(tx.owner)
+            self._contended.add(owner)
             result = verify_records(
                 tx.records(cached.length), start_index=cached.length, prev_hash=cached.head
             )
@@ -167,16 +183,15 @@ class Ledger:
         raises :class:`StaleTipError` if the chain has moved (see ``Store.write``).
         """
         self.vectors.ready()  # records the model first: not inside the write
-        depth = getattr(self._thread, "depth", 0)
-        self._thread.depth = depth + 1
+        thread = self._thread
+        depth = thread.depth
+        thread.depth = depth + 1
         try:
             with self.store.write(owner, expect) as tx:
                 start = self._ensure_verified(tx)
                 if self.check is not None:
                     self.check.begin_write(owner, tx.records, start)
-                starts: dict[str, tuple[Tip, set[str]]] = self._thread.__dict__.setdefault(
-                    "starts", {}
-                )
+                starts = thread.starts
                 outer = starts.get(owner)
                 starts[owner] = (start, set())
                 try:
@@ -188,11 +203,11 @@ class Ledger:
                         starts[owner] = outer
                 tip = tx.tip()
         finally:
-            self._thread.depth = depth
-            if not depth and getattr(self._thread, "erased", False):
+            thread.depth = depth
+            if not depth and thread.erased:
                 # An erasure rewrote rows the read check had folded: landed or not, the next
                 # read verifies and folds the owner's chain afresh (one pass over it).
-                self._thread.erased = False
+                thread.erased = False
                 if self.check is not None:
                     self.check.forget(owner)
         # Only once committed: a head that never landed must not be built on next time.
@@ -217,7 +232,7 @@ class Ledger:
             expect = self._verified.get(owner)
         try:
             alone = not busy and owner not in self._contended
-            if expect is not None and alone and not getattr(self._thread, "depth", 0):
+            if expect is not None and alone and not self._thread.depth:
                 try:
                     with self.writing(owner, expect) as tx:
                         return work(tx)
@@ -281,7 +296,7 @@ class Ledger:
                 touched[old.id] = old
         # A memory that was live with the same text keeps its stored vector (``put`` without
         # one keeps it): an export or a tag touches every memory and must not re-embed them.
-        began = self._thread.__dict__.get("starts", {}).get(tx.owner)
+        began = self._thread.starts.get(tx.owner)
         if touched and self.check is not None and began is not None:
             # What the write builds on must be what the chain makes (a row edited behind
             # the ledger's back is refused here too); memories this write changed are its own.
@@ -397,7 +412,7 @@ class Ledger:
                 # The read check knows this memory as its rows were before the erasure:
                 # this write may change it (``touched`` exempts it), and once the write ends
                 # the next read verifies and folds the owner's chain afresh (``writing``).
-                began = self._thread.__dict__.get("starts", {}).get(tx.owner)
+                began = self._thread.starts.get(tx.owner)
                 if began is not None:
                     began[1].add(memory.id)
                 self._thread.erased = True

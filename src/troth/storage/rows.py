@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from troth.core.access import TokenRecord
+from troth.core.jsontext import encoder
 from troth.core.records import MemoryRecord, memory_from_dict
 from troth.storage.base import RecallRow
 
@@ -19,16 +20,15 @@ TOKEN_COLUMNS = (
 """The ``tokens`` table's columns, in the order :func:`token_record` reads them."""
 
 
-# Encoders built once: ``json.dumps`` with any option builds a new encoder per call, and
-# these run for every row a write stores.
-_DOC_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-stored_json = json.JSONEncoder(ensure_ascii=False).encode
+# These run for every row a write stores: the C encoder called directly (core/jsontext.py).
+_compact = encoder(separators=(",", ":"))
+stored_json = encoder()
 """``json.dumps(value, ensure_ascii=False)``: a ledger row's ``tags`` and ``texts``."""
 
 
 def memory_doc(memory: MemoryRecord) -> str:
     """The stored JSON document of a memory (compact, UTF-8 as is)."""
-    return _DOC_ENCODER.encode(memory.to_dict())
+    return _compact(memory.to_dict())
 
 
 RECALL_FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -89,7 +89,7 @@ def memory_docs(memory: MemoryRecord) -> tuple[str, str]:
         document["actor"],
         document["channel"],
     ]
-    return _DOC_ENCODER.encode(document), _DOC_ENCODER.encode(fields)
+    return _compact(document), _compact(fields)
 
 
 _TOP = operator.itemgetter(

@@ -195,9 +195,18 @@ def stored_texts(texts: Mapping[str, str]) -> str | None:
 
 
 def ledger_values(
-    owner: str, seq: int, entry: Entry, meta: str | None, texts: Mapping[str, str]
+    owner: str,
+    seq: int,
+    entry: Entry,
+    meta: str | None,
+    texts: Mapping[str, str],
+    flag: Callable[[bool], Any] = bool,
 ) -> tuple[Any, ...]:
-    """A ledger row's values in :data:`LEDGER_NAMES` order (``tags`` as its JSON text)."""
+    """A ledger row's values in :data:`LEDGER_NAMES` order (``tags`` as its JSON text).
+
+    ``flag`` writes ``redacted`` the way the dialect binds it (SQLite: ``int``; its driver
+    binds a ``bool`` only after a failed adapter look-up, ~7,000 instructions a row).
+    """
     return (
         owner,
         seq,
@@ -208,7 +217,7 @@ def ledger_values(
         entry.content_hash,
         entry.prev_hash,
         entry.hash,
-        entry.redacted,
+        flag(entry.redacted),
         meta,
         stored_texts(texts),
     )
