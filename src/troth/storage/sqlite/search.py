@@ -18,6 +18,7 @@ from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow
 from troth.storage.rows import recall_row
 from troth.storage.sqlite.schema import sqlite3
+from troth.storage.sqlite.terms import CommonTerms
 from troth.storage.sqlite.transaction import DIALECT
 from troth.storage.vectors import CachedVectors, VectorCache, as_vector, live_count, unpack_chunks
 
@@ -58,6 +59,7 @@ class SQLiteSearch:
     def __init__(self, dimension: int | None) -> None:
         self.dimension = dimension
         self.vectors = VectorCache()
+        self.common = CommonTerms()
         self._chunks_known: bool | None = None  # vec0's chunk layout, checked once
 
     def reset(self, dimension: int) -> None:
@@ -70,7 +72,7 @@ class SQLiteSearch:
         self, db: Any, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
     ) -> list[Hit]:
         """Full-text candidates (bm25, lower is better in FTS5; returned negated)."""
-        match = fts5_match(terms)
+        match = fts5_match(self.common.scored(db, [t for t in terms if t.text], fts5_match))
         if not match:
             return []
         where, params = FILTERS.where(owner, query, alias="m")
