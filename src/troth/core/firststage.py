@@ -60,15 +60,15 @@ def shortlist(
         for memory_id, scores in found.items()
     ]
     base = fuse(candidates, config)
-    order = sorted(base, key=lambda memory_id: (-base[memory_id], memory_id))
+    # Best first, ties by id; tuples compare in C (a key function costs a call each).
+    order = [memory_id for _, memory_id in sorted((-score, m) for m, score in base.items())]
     chosen = set(order[:keep])
-    lexical = [m for m, s in found.items() if s.get("lexical_score") is not None]
-    vector = [m for m, s in found.items() if s.get("vector_score") is not None]
+    lexical = [(s["lexical_score"], m) for m, s in found.items() if "lexical_score" in s]
+    vector = [(s["vector_score"], m) for m, s in found.items() if "vector_score" in s]
     if lexical:
-        chosen.add(max(lexical, key=lambda m: (found[m]["lexical_score"], m)))
+        chosen.add(max(lexical)[1])
     if vector:
-        chosen.add(max(vector, key=lambda m: (found[m]["vector_score"], m)))
-        chosen.add(min(vector, key=lambda m: (found[m]["vector_score"], m)))
+        chosen.update((max(vector)[1], min(vector)[1]))
     at: dict[int, list[str]] = {}
     for memory_id, position in seqs.items():
         at.setdefault(position, []).append(memory_id)
