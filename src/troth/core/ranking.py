@@ -66,6 +66,7 @@ __all__ = [
     "TextShape",
     "assess_relevance",
     "cap_per_writer",
+    "fuse",
     "rank",
     "text_shape",
 ]
@@ -372,6 +373,14 @@ def cap_per_writer(
         seen[writer] = seen.get(writer, 0) + 1
         (kept if seen[writer] <= cap else deferred).append(hit)
     return kept + deferred, frozenset(h.memory_id for h in deferred)
+
+
+def fuse(
+    candidates: Sequence[Candidate], config: RankingConfig = DEFAULT_RANKING
+) -> dict[str, float]:
+    """Step 1 alone: each candidate's fused score from its index scores (no row needed),
+    what recall's first stage orders candidates by (``core.firststage``)."""
+    return _fuse(_dedupe(candidates), config)
 
 
 def _dedupe(candidates: Sequence[Candidate]) -> list[Candidate]:

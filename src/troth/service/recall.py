@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from troth.core.firststage import shortlist
 from troth.core.query import (
     QueryAnalysis,
     Term,
@@ -208,12 +209,15 @@ def recall(
     )
     limits = candidate_limits(query.limit)
     found: dict[str, dict[str, Any]] = {}
+    seqs: dict[str, int] = {}
     terms = lexical_terms(text) if "lexical" in query.indexes else ()
     if terms:
         for hit in store.lexical(owner, terms, limits.lexical, flt):
             found.setdefault(hit.memory_id, {}).update(
                 lexical_rank=hit.rank, lexical_score=hit.score
             )
+            if hit.seq is not None:
+                seqs[hit.memory_id] = hit.seq
     if embedder is not None and "vector" in query.indexes:
         vector = embedder.embed([text])[0]
         if vector.any():
@@ -221,22 +225,17 @@ def recall(
                 found.setdefault(hit.memory_id, {}).update(
                     vector_rank=hit.rank, vector_score=hit.score
                 )
+                if hit.seq is not None:
+                    seqs[hit.memory_id] = hit.seq
     if not found:
         return []
-    rows = store.recall_rows(owner, list(found))
-    kept: list[tuple[RecallRow, dict[str, Any], bool]] = []
-    for memory_id, scores in found.items():
-        row = rows.get(memory_id)
-        if row is None or not row.text or is_expired(row, now):
-            continue
-        if row.lifecycle == "archived" and not query.include_archived:
-            continue
-        if query.valid_on is not None and not is_valid_on(row, query.valid_on):
-            continue
-        stale = is_stale(row, now)
-        if stale and not query.include_stale:
-            continue
-        kept.append((row, scores, stale))
+    # The first stage (core.firststage): the full ranking reads and ranks the best
+    # candidates by fused score and their neighbours; all of them when the filters below
+    # leave too few of those.
+    chosen = shortlist(found, seqs)
+    kept = _admitted(store, owner, query, found, chosen, now)
+    if len(kept) < max(query.limit, _FLOOR_TOP) and len(chosen) < len(found):
+        kept = _admitted(store, owner, query, found, list(found), now)
     held: dict[str, MemoryRecord] = {}
     if query.as_of is not None:  # which of them were retrievable then: their audit trails
         moment = _parse(query.as_of)
@@ -273,6 +272,33 @@ def recall(
         if best.memory_id in held
     ]
     return _with_conflicts(store, owner, found_hits)
+
+
+def _admitted(
+    store: Store,
+    owner: str,
+    query: Query,
+    found: dict[str, dict[str, Any]],
+    chosen: list[str],
+    now: datetime,
+) -> list[tuple[RecallRow, dict[str, Any], bool]]:
+    """The chosen candidates' ranking rows that the query's filters admit, with their index
+    scores and whether each is stale."""
+    rows = store.recall_rows(owner, chosen)
+    kept: list[tuple[RecallRow, dict[str, Any], bool]] = []
+    for memory_id in chosen:
+        row = rows.get(memory_id)
+        if row is None or not row.text or is_expired(row, now):
+            continue
+        if row.lifecycle == "archived" and not query.include_archived:
+            continue
+        if query.valid_on is not None and not is_valid_on(row, query.valid_on):
+            continue
+        stale = is_stale(row, now)
+        if stale and not query.include_stale:
+            continue
+        kept.append((row, found[memory_id], stale))
+    return kept
 
 
 def _capped(

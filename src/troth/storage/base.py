@@ -77,11 +77,17 @@ class RecallRow(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One candidate from an index: the memory's id, its rank (1-based) and raw score."""
+    """One candidate from an index: the memory's id, its rank (1-based) and raw score.
+
+    ``seq`` is the memory's position (``MemoryRecord.seq``) when the index returns it:
+    recall's first stage pairs a strong candidate with its neighbours by it before any
+    ranking row is read (docs/retrieval.md, "First stage").
+    """
 
     memory_id: str
     rank: int
     score: float
+    seq: int | None = None
 
 
 def stale_tip(owner: str) -> StaleTipError:

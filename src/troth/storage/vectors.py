@@ -112,7 +112,10 @@ class CachedVectors:
         """The ``k`` live rows most similar to ``query``: (rid, cosine), best first."""
         if not self.live or k < 1:
             return []
-        scores = self.matrix[: self.size] @ query
+        # einsum's own loop, on the calling thread: BLAS would spread one matrix-vector
+        # product over every core, and concurrent searches of a server then wait on each
+        # other's threads (2x slower on the 2-core machine under load, docs/benchmarks.md).
+        scores = np.einsum("ij,j->i", self.matrix[: self.size], query)
         scores[~self.alive[: self.size]] = -np.inf
         k = min(k, self.count)
         top = np.argpartition(-scores, k - 1)[:k] if k < self.size else np.arange(self.size)

@@ -62,7 +62,7 @@ def lexical(
         return []
     where, params = FILTERS.where(owner, query)
     statement = (
-        "SELECT id, ts_rank_cd(body, q, 2) AS score FROM memories,"
+        "SELECT id, ts_rank_cd(body, q, 2) AS score, seq FROM memories,"
         f" to_tsquery(%s::regconfig, %s) AS q WHERE body @@ q AND {where}"
         ' ORDER BY score DESC, seq DESC, id COLLATE "C" LIMIT %s'
     )
@@ -71,7 +71,9 @@ def lexical(
         rows = db.execute(statement, [TEXT_SEARCH_CONFIG, text, *params, limit]).fetchall()
     except psycopg.Error as exc:
         raise StorageError(f"full-text query failed: {exc}", match=text) from exc
-    return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
+    return [
+        Hit(str(row[0]), rank, float(row[1]), int(row[2])) for rank, row in enumerate(rows, start=1)
+    ]
 
 
 def recall_rows(
@@ -89,7 +91,7 @@ def nearest_statement(
     """The exact-order nearest-neighbour query over the HNSW index, and its arguments."""
     where, params = FILTERS.where(owner, query)
     statement = pgsql.SQL(
-        "SELECT id, 1 - (embedding::vector({dim}) <=> %s::vector({dim})) AS score"
+        "SELECT id, 1 - (embedding::vector({dim}) <=> %s::vector({dim})) AS score, seq"
         " FROM memories WHERE embedding IS NOT NULL AND {where}"
         " ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
     ).format(dim=pgsql.Literal(dimension), where=pgsql.SQL(where))

@@ -432,7 +432,10 @@ class PostgresStore(sql.SQLReads):
                             self._iterative_scan = False
                 found = db.execute(statement, arguments)
         rows = found.fetchall()
-        return [Hit(str(row[0]), rank, float(row[1])) for rank, row in enumerate(rows, start=1)]
+        return [
+            Hit(str(row[0]), rank, float(row[1]), int(row[2]))
+            for rank, row in enumerate(rows, start=1)
+        ]
 
     # -- maintenance -----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow
 from troth.storage.rows import recall_row
 from troth.storage.sqlite.schema import sqlite3
+from troth.storage.sqlite.terms import CommonTerms
 from troth.storage.sqlite.transaction import DIALECT
 from troth.storage.vectors import CachedVectors, VectorCache, as_vector, live_count, unpack_chunks
 
@@ -58,6 +59,7 @@ class SQLiteSearch:
     def __init__(self, dimension: int | None) -> None:
         self.dimension = dimension
         self.vectors = VectorCache()
+        self.common = CommonTerms()
         self._chunks_known: bool | None = None  # vec0's chunk layout, checked once
 
     def reset(self, dimension: int) -> None:
@@ -70,7 +72,7 @@ class SQLiteSearch:
         self, db: Any, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
     ) -> list[Hit]:
         """Full-text candidates (bm25, lower is better in FTS5; returned negated)."""
-        match = fts5_match(terms)
+        match = fts5_match(self.common.scored(db, [t for t in terms if t.text], fts5_match))
         if not match:
             return []
         where, params = FILTERS.where(owner, query, alias="m")
@@ -86,14 +88,17 @@ class SQLiteSearch:
                 packed = db.execute(
                     "WITH f AS MATERIALIZED (SELECT rowid, rank AS score FROM memory_fts"
                     " WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?)"
-                    " SELECT json_group_array(json_array(m.id, printf('%!.17g', f.score), m.rid))"
+                    " SELECT json_group_array(json_array(m.id, printf('%!.17g', f.score), m.rid, m.seq))"
                     f" FROM f CROSS JOIN memories m ON m.rid = f.rowid WHERE {where}",
                     [match, want, *params],
                 ).fetchone()[0]
             except sqlite3.OperationalError as exc:
                 raise StorageError(f"full-text query failed: {exc}", match=match) from exc
             rows = sorted(
-                ((str(i), float(score), int(rid)) for i, score, rid in json.loads(packed)),
+                (
+                    (str(i), float(score), int(rid), int(seq))
+                    for i, score, rid, seq in json.loads(packed)
+                ),
                 key=lambda row: (row[1], row[2]),
             )
             if len(rows) >= limit:
@@ -106,7 +111,7 @@ class SQLiteSearch:
                 break
             want *= 4
         rows = rows[:limit]
-        return [Hit(row[0], rank, -float(row[1])) for rank, row in enumerate(rows, start=1)]
+        return [Hit(row[0], rank, -float(row[1]), row[3]) for rank, row in enumerate(rows, start=1)]
 
     def recall_rows(self, db: Any, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
         """The ranking fields of these memories, from their rows' ``recall`` column."""
@@ -217,13 +222,18 @@ class SQLiteSearch:
             nearest, total = self._nearest(db, owner, vector, want)
             # One row back, as in ``lexical``: the rows that pass, as one JSON object.
             packed = db.execute(
-                "SELECT json_group_object(m.rid, m.id) FROM json_each(?) AS j CROSS JOIN"
+                "SELECT json_group_object(m.rid, json_array(m.id, m.seq)) FROM json_each(?) AS j CROSS JOIN"
                 f" memories m ON m.rid = j.value WHERE {where_m}",
                 [json.dumps([rid for rid, _ in nearest]), *params],
             ).fetchone()[0]
-            allowed = {int(rid): str(mid) for rid, mid in json.loads(packed).items()}
-            kept = [(allowed[rid], score) for rid, score in nearest if rid in allowed]
+            allowed = {
+                int(rid): (str(mid), int(seq)) for rid, (mid, seq) in json.loads(packed).items()
+            }
+            kept = [(*allowed[rid], score) for rid, score in nearest if rid in allowed]
             if len(kept) >= limit or want >= total:
                 break
             want *= 4
-        return [Hit(mid, rank, score) for rank, (mid, score) in enumerate(kept[:limit], start=1)]
+        return [
+            Hit(mid, rank, score, seq)
+            for rank, (mid, seq, score) in enumerate(kept[:limit], start=1)
+        ]

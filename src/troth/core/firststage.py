@@ -1,0 +1,83 @@
+"""Recall's first stage: which of the indexes' candidates the full ranking reads and ranks.
+
+The lexical and vector indexes each return up to 500 candidates (``candidate_limits``),
+~600 distinct memories. Reading every one's ranking fields and ranking them in Python
+cost ~25 ms of CPU at 100k memories, most of a recall. Most of them cannot reach the top:
+:func:`shortlist` orders them by the fused score of step 1 of the ranking
+(:func:`troth.core.ranking.fuse`, computed from the index scores alone), keeps the best
+:data:`SHORTLIST`, and adds back what keeps the full ranking's arithmetic the same for
+them:
+
+* the neighbours (``seq`` within ``neighbour_span``) found by either index of the best
+  :data:`EXPANDED`, so the neighbour lift still finds the turn that answers next to the
+  turn that matches (the ranking's largest step; docs/retrieval.md, "First stage");
+* the candidates holding the best lexical score and the best and weakest cosine, so the
+  fusion normalises every kept candidate exactly as it would among all of them.
+
+Pure standard library; nothing here weighs anything the ranking does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, fuse
+
+__all__ = ["EXPANDED", "SHORTLIST", "shortlist"]
+
+SHORTLIST = 150
+"""How many candidates, best fused score first, the full ranking reads (and their
+neighbours): on LoCoMo dev, R@5/R@10 within 0.005 of ranking all (docs/retrieval.md)."""
+EXPANDED = 50
+"""How many of the best bring their found neighbours along."""
+
+
+def shortlist(
+    found: Mapping[str, Mapping[str, Any]],
+    seqs: Mapping[str, int],
+    *,
+    keep: int = SHORTLIST,
+    expand: int = EXPANDED,
+    config: RankingConfig = DEFAULT_RANKING,
+) -> list[str]:
+    """The ids of ``found`` (id -> its ``lexical_*``/``vector_*`` scores) to rank, in
+    ``found``'s order; ``seqs`` gives the position of those an index placed. All of them
+    when there are no more than ``keep``."""
+    if len(found) <= keep:
+        return list(found)
+    # Positional arguments: ~600 of these per recall, and keywords cost twice as much.
+    candidates = [
+        Candidate(
+            memory_id,
+            "",
+            "",
+            scores.get("lexical_rank"),
+            scores.get("lexical_score"),
+            scores.get("vector_rank"),
+            scores.get("vector_score"),
+        )
+        for memory_id, scores in found.items()
+    ]
+    base = fuse(candidates, config)
+    # Best first, ties by id; tuples compare in C (a key function costs a call each).
+    order = [memory_id for _, memory_id in sorted((-score, m) for m, score in base.items())]
+    chosen = set(order[:keep])
+    lexical = [(s["lexical_score"], m) for m, s in found.items() if "lexical_score" in s]
+    vector = [(s["vector_score"], m) for m, s in found.items() if "vector_score" in s]
+    if lexical:
+        chosen.add(max(lexical)[1])
+    if vector:
+        chosen.update((max(vector)[1], min(vector)[1]))
+    at: dict[int, list[str]] = {}
+    for memory_id, position in seqs.items():
+        at.setdefault(position, []).append(memory_id)
+    span = max(config.neighbour_span, 0)
+    offsets = [o for o in range(-span, span + 1) if o]
+    for memory_id in order[:expand]:
+        seq = seqs.get(memory_id)
+        if seq is None:
+            continue
+        for offset in offsets:
+            chosen.update(at.get(seq + offset, ()))
+    return [memory_id for memory_id in found if memory_id in chosen]

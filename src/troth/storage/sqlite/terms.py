@@ -1,0 +1,73 @@
+"""Which words of a lexical query FTS5's bm25 gives no weight: those in half the rows or more.
+
+FTS5's ``bm25()`` weighs a term by ``idf = log((N - n + 0.5) / (n + 0.5))`` over the N rows
+of the index, n of which hold the term, and clamps an idf of 0 or less to 1e-6
+(``fts5_aux.c``): a word in half the rows or more changes no score. It still costs: FTS5
+scores every row that matches any term, so "note" in every one of 16,000 served memories
+made each search score 16,000 rows (docs/benchmarks.md, "Issue 19"). :class:`CommonTerms`
+finds such terms, and the lexical search leaves them out while another term remains:
+the order of the rows that hold the other terms is unchanged (each score moves by at
+most 1e-6 times its term-frequency factor), and the rows that hold only the common word,
+which scored ~0, are no longer fetched.
+
+A term's row count is counted once (in C, no scoring: up to N/2 + 1 rows) and cached
+until the index has grown or shrunk by an eighth since. N is the largest projection rid,
+never below the index's row count, so a term is only ever left out when its idf is
+clamped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from troth.core.query import Term
+
+__all__ = ["CommonTerms"]
+
+# Recheck a cached term once the index size moved by more than this share.
+_DRIFT = 8
+_MAX_CACHED = 4096
+
+
+class CommonTerms:
+    """A per-store cache of which lexical terms are in at least half the index's rows."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, bool], tuple[int, bool]] = {}
+        self._lock = threading.Lock()
+
+    def scored(
+        self, db: Any, terms: Sequence[Term], match: Callable[[Sequence[Term]], str]
+    ) -> list[Term]:
+        """``terms`` without those bm25 gives no weight, unless that would leave none."""
+        if len(terms) < 2:
+            return list(terms)
+        total = int(db.execute("SELECT coalesce(max(rid), 0) FROM memories").fetchone()[0])
+        if total < 64:  # small ledgers: nothing to save
+            return list(terms)
+        kept = [term for term in terms if not self._common(db, term, total, match)]
+        return kept or list(terms)
+
+    def _common(
+        self, db: Any, term: Term, total: int, match: Callable[[Sequence[Term]], str]
+    ) -> bool:
+        key = (term.text, term.prefix)
+        with self._lock:
+            cached = self._known.get(key)
+        if cached is not None and abs(cached[0] - total) * _DRIFT <= cached[0]:
+            return cached[1]
+        half = total // 2
+        held = int(
+            db.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)",
+                (match([term]), half + 1),
+            ).fetchone()[0]
+        )
+        common = held > half
+        with self._lock:
+            if len(self._known) >= _MAX_CACHED:
+                self._known.clear()
+            self._known[key] = (total, common)
+        return common
