@@ -56,7 +56,7 @@ from troth.core.ranking import (
     rank,
 )
 from troth.embedding import Embedder, StaticEmbedder
-from troth.interaction import DEFAULT_INTERACTION, Interaction, rerank, word_vectors
+from troth.service.interaction import DEFAULT_INTERACTION, Interaction, rerank, word_vectors
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"

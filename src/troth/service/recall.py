@@ -31,8 +31,8 @@ from troth.core.ranking import (
     rank,
 )
 from troth.core.records import MemoryRecord
-from troth.interaction import DEFAULT_INTERACTION, WordVectors, rerank, word_vectors
 from troth.service.conflicts import conflicts_of, contradicted
+from troth.service.interaction import DEFAULT_INTERACTION, WordVectors, rerank, word_vectors
 from troth.storage.base import MemoryFilter, RecallRow
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class Query:
     ``max_per_writer`` caps how many hits from one writer other than the owner come before
     everyone else's (:func:`troth.core.ranking.cap_per_writer`; ``None``: no cap).
     ``interaction`` re-ranks the best candidates by late interaction over word vectors
-    (:mod:`troth.interaction`; needs an embedder; ``False`` turns it off).
+    (:mod:`troth.service.interaction`; needs an embedder; ``False`` turns it off).
     """
 
     text: str

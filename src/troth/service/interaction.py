@@ -77,6 +77,11 @@ class WordVectors:
         self._vectors: OrderedDict[str, FloatMatrix] = OrderedDict()
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        """How many words are cached."""
+        with self._lock:
+            return len(self._vectors)
+
     def matrix(self, words: Sequence[str]) -> FloatMatrix:
         """One unit row per word (a zero row for a word the model cannot read)."""
         with self._lock:
