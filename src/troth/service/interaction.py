@@ -25,7 +25,6 @@ docs/retrieval.md ("Late interaction") has the measurements.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -64,46 +63,42 @@ def content_words(text: str) -> list[str]:
 
 
 class WordVectors:
-    """Unit vectors of single words from an embedder, computed once and kept (LRU).
+    """Unit vectors of single words from an embedder, computed once and kept.
 
     ``max_words`` bounds the memory (128 floats each for the shipped model: 50,000 words
-    are ~26 MB). Safe to share between threads.
+    are ~26 MB); when full, the cache starts again empty (a recall needs a few hundred
+    words, so a refill costs one batch). Safe to share between threads.
     """
 
     def __init__(self, embedder: Embedder, *, max_words: int = 50_000) -> None:
         """Cache the word vectors of ``embedder``."""
         self._embedder = embedder
         self._max_words = max_words
-        self._vectors: OrderedDict[str, FloatMatrix] = OrderedDict()
+        self._vectors: dict[str, FloatMatrix] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         """How many words are cached."""
-        with self._lock:
-            return len(self._vectors)
+        return len(self._vectors)
 
     def matrix(self, words: Sequence[str]) -> FloatMatrix:
         """One unit row per word (a zero row for a word the model cannot read)."""
-        with self._lock:
-            missing = [w for w in dict.fromkeys(words) if w not in self._vectors]
+        # This dict is only ever added to; a reset replaces it, so it stays whole for us.
+        known = self._vectors
+        missing = [w for w in dict.fromkeys(words) if w not in known]
+        fresh: dict[str, FloatMatrix] = {}
         if missing:
             # One batch for the new words; the embedder's rows are already L2-normalised.
             rows = np.asarray(self._embedder.embed(missing), dtype=np.float32)
+            fresh = dict(zip(missing, rows, strict=True))
             with self._lock:
-                for word, row in zip(missing, rows, strict=True):
-                    self._vectors[word] = row
-                while len(self._vectors) > self._max_words:
-                    self._vectors.popitem(last=False)
-        with self._lock:
-            out = np.empty((len(words), self._embedder.dim), dtype=np.float32)
-            for i, word in enumerate(words):
-                row = self._vectors.get(word)
-                if row is None:  # evicted between the two locks: recompute it alone
-                    row = np.asarray(self._embedder.embed([word])[0], dtype=np.float32)
-                else:
-                    self._vectors.move_to_end(word)
-                out[i] = row
-        return out
+                if len(self._vectors) + len(fresh) > self._max_words:
+                    self._vectors = {}
+                if len(fresh) <= self._max_words:  # else: served, not kept
+                    self._vectors.update(fresh)
+        if not words:
+            return np.zeros((0, self._embedder.dim), dtype=np.float32)
+        return np.stack([fresh[w] if w in fresh else known[w] for w in words])
 
 
 _SHARED: dict[tuple[str, int, int], WordVectors] = {}
@@ -147,13 +142,19 @@ def rerank(
     head, tail = list(hits[: config.top]), list(hits[config.top :])
     per_memory = [content_words(texts.get(hit.memory_id, "")) for hit in head]
     every = list(dict.fromkeys(asked + [w for words in per_memory for w in words]))
-    matrix = vectors.matrix(every)
     row_of = {word: i for i, word in enumerate(every)}
-    question = matrix[[row_of[w] for w in asked]]
-    scores = [
-        maxsim(question, matrix[[row_of[w] for w in words]]) if words else 0.0
-        for words in per_memory
-    ]
+    # One product of the question's words with every word of the head, then the best per
+    # question word within each memory's columns (maxsim of each memory, all at once).
+    matrix = vectors.matrix(every)
+    similarity = matrix[: len(asked)] @ matrix.T
+    scores = [0.0] * len(head)
+    columns = [row_of[w] for words in per_memory for w in words]
+    holding = [i for i, words in enumerate(per_memory) if words]
+    if columns:
+        starts = np.cumsum([0] + [len(per_memory[i]) for i in holding[:-1]])
+        best_each = np.maximum.reduceat(similarity[:, columns], starts, axis=1)
+        for i, value in zip(holding, best_each.mean(axis=0).tolist(), strict=True):
+            scores[i] = value
     best = max(scores)
     if best <= 0:
         return list(hits)
