@@ -13,6 +13,7 @@ Usage::
     .venv/bin/python -m bench.locomo                    # main methods
     .venv/bin/python -m bench.locomo --ablation         # + ablation variants
     .venv/bin/python -m bench.locomo --data other.json --json results.json
+    .venv/bin/python -m bench.locomo --conversations conv-42,conv-43  # a held-out split
 
 Methods are :class:`Method` objects: ``build(conversation)`` returns a searcher whose
 ``search(question, k)`` gives dia_ids. The harness's own SQLite index (FTS5 + numpy
@@ -55,6 +56,7 @@ from troth.core.ranking import (
     rank,
 )
 from troth.embedding import Embedder, StaticEmbedder
+from troth.service.interaction import DEFAULT_INTERACTION, Interaction, rerank, word_vectors
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -303,6 +305,7 @@ class TrothMethod:
     common_share: float | None = None
     with_speaker: bool = True
     floor: RelevanceFloor | None = DEFAULT_FLOOR
+    interaction: Interaction | None = DEFAULT_INTERACTION
 
     def build(self, conversation: Conversation) -> Searcher:
         index = HarnessIndex.build(
@@ -355,6 +358,10 @@ class _TrothSearcher:
                 )
             )
         ranked = rank(question, candidates, config=self.method.config)
+        if self.method.interaction is not None and self.index.embedder is not None:
+            texts = {c.memory_id: c.text for c in candidates}
+            vectors = word_vectors(self.index.embedder)
+            ranked = rerank(question, ranked, texts, vectors, self.method.interaction)
         floor = self.method.floor
         if floor is not None and not assess_relevance(question, candidates, ranked).fits(floor):
             return []
@@ -483,6 +490,7 @@ class FacadeMethod:
     embedder: Embedder | None
     indexes: tuple[str, ...] = ("lexical", "vector")
     min_relevance: float | None = DEFAULT_FLOOR.min_coverage
+    interaction: bool = True
     homes: list[Any] = field(default_factory=list)
     built: dict[str, Searcher] = field(default_factory=dict)
 
@@ -512,7 +520,9 @@ class FacadeMethod:
             results = memory.remember_many(items[start : start + 500])
             for offset, result in enumerate(results):
                 dia_ids[result.id] = conversation.turns[start + offset].dia_id
-        searcher = _FacadeSearcher(memory, dia_ids, self.indexes, self.min_relevance)
+        searcher = _FacadeSearcher(
+            memory, dia_ids, self.indexes, self.min_relevance, self.interaction
+        )
         self.built[conversation.sample_id] = searcher
         return searcher
 
@@ -523,12 +533,17 @@ class _FacadeSearcher:
     dia_ids: dict[str, str]
     indexes: tuple[str, ...]
     min_relevance: float | None
+    interaction: bool
 
     def search(self, question: str, k: int) -> list[str]:
         from troth.service.recall import Query
 
         query = Query(
-            text=question, limit=k, indexes=self.indexes, min_relevance=self.min_relevance
+            text=question,
+            limit=k,
+            indexes=self.indexes,
+            min_relevance=self.min_relevance,
+            interaction=self.interaction,
         )
         hits = self.memory.recall(query)
         return [self.dia_ids[h.memory.id] for h in hits if h.memory.id in self.dia_ids]
@@ -539,6 +554,7 @@ def facade_methods(embedder: Embedder) -> list[Method]:
     return [
         FacadeMethod("troth", embedder),
         FacadeMethod("troth-no-floor", embedder, min_relevance=None),
+        FacadeMethod("troth-no-interaction", embedder, interaction=False),
         FacadeMethod("lexical-only", None, indexes=("lexical",)),
         FacadeMethod("vector-only", embedder, indexes=("vector",)),
     ]
@@ -670,6 +686,9 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
     return [
         TrothMethod("harness:troth", embedder),
         TrothMethod("abl:no-floor", embedder, floor=None),
+        TrothMethod("abl:no-interaction", embedder, interaction=None),
+        TrothMethod("abl:interaction-w0.6", embedder, interaction=Interaction(weight=0.6)),
+        TrothMethod("abl:interaction-top10", embedder, interaction=Interaction(top=10)),
         TrothMethod("harness:lexical-only", None, use_vector=False),
         TrothMethod("harness:vector-only", embedder, use_lexical=False),
         TrothMethod("abl:rrf-fusion", embedder, replace(base, fusion="rrf")),
@@ -752,6 +771,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", default="static", help="static | minilm | MODEL_DIR")
     parser.add_argument("--methods", default=None, help="comma-separated subset of names")
     parser.add_argument(
+        "--conversations",
+        default=None,
+        help="comma-separated sample_ids to run (a split: tune on some, report the others)",
+    )
+    parser.add_argument(
         "--peers",
         action="store_true",
         help="add mem0 (shared embedder and its own huggingface MiniLM) and dense MiniLM"
@@ -767,6 +791,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     conversations, report = load_conversations(args.data)
+    if args.conversations:
+        wanted_ids = args.conversations.split(",")
+        unknown = sorted(set(wanted_ids) - {c.sample_id for c in conversations})
+        if unknown:
+            parser.error(f"--conversations: {', '.join(unknown)} not in {args.data}")
+        conversations = [c for c in conversations if c.sample_id in wanted_ids]
     questions = sum(len(c.questions) for c in conversations)
     print(
         f"{len(conversations)} conversations, {questions} questions; evidence ids: "

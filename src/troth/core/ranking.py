@@ -133,8 +133,11 @@ class RankingConfig:
 
 DEFAULT_RANKING = RankingConfig()
 
-ADDITIVE_ADJUSTMENTS = frozenset(["neighbours", "session", "when", "date", "speaker"])
-"""The adjustments :func:`rank` adds to the score; the others (lifecycle) multiply it."""
+ADDITIVE_ADJUSTMENTS = frozenset(
+    ["neighbours", "session", "when", "date", "speaker", "interaction"]
+)
+"""The adjustments :func:`rank` (and the late-interaction re-rank of
+``troth.service.interaction``) add to the score; the others (lifecycle) multiply it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from troth.core.ranking import (
 )
 from troth.core.records import MemoryRecord
 from troth.service.conflicts import conflicts_of, contradicted
+from troth.service.interaction import DEFAULT_INTERACTION, WordVectors, rerank, word_vectors
 from troth.storage.base import MemoryFilter, RecallRow
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ class Query:
     none either. ``None`` turns the floor off (the top ``limit`` are returned, however weak).
     ``max_per_writer`` caps how many hits from one writer other than the owner come before
     everyone else's (:func:`troth.core.ranking.cap_per_writer`; ``None``: no cap).
+    ``interaction`` re-ranks the best candidates by late interaction over word vectors
+    (:mod:`troth.service.interaction`; needs an embedder; ``False`` turns it off).
     """
 
     text: str
@@ -79,6 +82,7 @@ class Query:
     indexes: tuple[str, ...] = ("lexical", "vector")
     min_relevance: float | None = DEFAULT_FLOOR.min_coverage
     max_per_writer: int | None = DEFAULT_RANKING.max_per_writer
+    interaction: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,13 +251,14 @@ def recall(
         ]
     candidates = [_candidate(row, scores, stale) for row, scores, stale in kept]
     analysis = analyze_query(text)
-    ranked = rank(analysis, candidates, now=now, limit=max(query.limit, _FLOOR_TOP))
+    vectors = word_vectors(embedder) if embedder is not None and query.interaction else None
+    ranked = _ranked(analysis, candidates, now, max(query.limit, _FLOOR_TOP), vectors)
     relevance = assess_relevance(analysis, candidates, ranked, top=_FLOOR_TOP)
     floor = query.min_relevance
     if floor is not None and not relevance.fits(replace(DEFAULT_FLOOR, min_coverage=floor)):
         return []
     writers = {row.memory_id: row.actor for row, _, _ in kept}
-    ranked, deferred = _capped(analysis, candidates, ranked, writers, owner, query, now)
+    ranked, deferred = _capped(analysis, candidates, ranked, writers, owner, query, now, vectors)
     ranked = ranked[: query.limit]
     missing = [best.memory_id for best in ranked if best.memory_id not in held]
     if missing:
@@ -309,14 +314,33 @@ def _capped(
     owner: str,
     query: Query,
     now: datetime,
+    vectors: WordVectors | None,
 ) -> tuple[list[RankedHit], frozenset[str]]:
     """The ranked hits with the per-writer cap applied, re-ranked in full when the cap
     left fewer than ``limit`` hits in front (one writer filled the ranked window)."""
     capped, deferred = cap_per_writer(ranked, writers, owner=owner, cap=query.max_per_writer)
     if deferred and len(capped) - len(deferred) < query.limit < len(candidates):
-        every = rank(analysis, candidates, now=now)
+        every = _ranked(analysis, candidates, now, None, vectors)
         capped, deferred = cap_per_writer(every, writers, owner=owner, cap=query.max_per_writer)
     return capped, deferred
+
+
+def _ranked(
+    analysis: QueryAnalysis,
+    candidates: list[Candidate],
+    now: datetime,
+    limit: int | None,
+    vectors: WordVectors | None,
+) -> list[RankedHit]:
+    """:func:`rank`, then the late-interaction re-rank of its head when ``vectors``."""
+    if vectors is None:
+        return rank(analysis, candidates, now=now, limit=limit)
+    # The re-rank reads the first DEFAULT_INTERACTION.top hits: rank at least that many.
+    depth = None if limit is None else max(limit, DEFAULT_INTERACTION.top)
+    ranked = rank(analysis, candidates, now=now, limit=depth)
+    texts = {c.memory_id: c.text for c in candidates}
+    reranked = rerank(analysis.text, ranked, texts, vectors)
+    return reranked if limit is None else reranked[:limit]
 
 
 def _with_conflicts(store: Store, owner: str, hits: list[RecallHit]) -> list[RecallHit]:
