@@ -9,39 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.core.test_events import JSON_VALUES as VALUES  # non-ASCII, non-BMP, floats, NaN
+from tests.core.test_events import SCALARS, TEXT
 from troth.core.jsontext import encoder
 
-# Non-ASCII and non-BMP text, the characters JSON escapes, and lone surrogates (which the
-# standard encoder writes as they are when ensure_ascii is off).
-TEXT = st.text(
-    st.one_of(
-        st.characters(),
-        st.sampled_from(['"', "\\", "\x00", "\x1f", "\x7f", "\u2028", "\ue000", "\U0001f600"]),
-    ),
-    max_size=12,
-)
 KEYS = st.one_of(
     TEXT,
     st.integers(min_value=-5, max_value=5),
     st.floats(allow_nan=False, width=32),
     st.booleans(),
     st.none(),
-)
-SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True),
-    TEXT,
-)
-VALUES = st.recursive(
-    SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.lists(inner, max_size=4).map(tuple),
-        st.dictionaries(st.one_of(TEXT, st.sampled_from(["a", "b", "é", "\U0001f600"])), inner),
-    ),
-    max_leaves=12,
 )
 OPTIONS = [
     {},
