@@ -11,7 +11,8 @@ connection, as another process's would.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from tests.backends import connection, execute
 from tests.conftest import StepClock, facade, open_backend
 from troth.core.errors import IntegrityError
 from troth.core.records import MemoryRecord
-from troth.storage.base import MemoryFilter
+from troth.service.memory import Memory
+from troth.storage.base import MemoryFilter, Store
 
 ALICE = "human:alice"
 
@@ -46,6 +48,23 @@ def _in_another_thread(work: Callable[[], Any]) -> None:
 @pytest.fixture
 def url(backend: str, request: pytest.FixtureRequest) -> str | None:
     return request.getfixturevalue("pg_url") if backend == "postgres" else None
+
+
+@contextmanager
+def _tea_and_a_reader(
+    backend: str, home: Path, url: str | None, clock: StepClock
+) -> Iterator[tuple[Memory, MemoryRecord, Store, Memory]]:
+    """A writer that kept one memory, and a second process's store and facade that read it."""
+    writer = facade(open_backend(backend, home, url), clock=clock)
+    kept = writer.remember("Alice drinks green tea").memory
+    assert kept is not None
+    store = open_backend(backend, home, url)
+    reader = facade(store, clock=clock)
+    try:
+        yield writer, kept, store, reader
+    finally:
+        reader.close()
+        writer.close()
 
 
 def test_a_first_read_while_another_writer_commits_serves_and_then_follows(
@@ -84,12 +103,7 @@ def test_a_first_read_while_another_writer_commits_serves_and_then_follows(
 def test_a_row_read_just_before_an_edit_is_not_a_finding(
     backend: str, home: Path, url: str | None, clock: StepClock
 ) -> None:
-    writer = facade(open_backend(backend, home, url), clock=clock)
-    kept = writer.remember("Alice drinks green tea").memory
-    assert kept is not None
-    store = open_backend(backend, home, url)
-    reader = facade(store, clock=clock)
-    try:
+    with _tea_and_a_reader(backend, home, url, clock) as (writer, kept, store, reader):
         assert [m.id for m in reader.memories(ALICE)] == [kept.id]  # the owner is verified
         listed = store.memories
         raced = False
@@ -111,21 +125,13 @@ def test_a_row_read_just_before_an_edit_is_not_a_finding(
         now = {m.content: m.status for m in reader.memories(ALICE)}
         assert "Alice drinks black tea" in now
         reader.remember("and the reader still writes")
-    finally:
-        reader.close()
-        writer.close()
 
 
 def test_a_row_changed_behind_the_programs_back_is_still_refused(
     backend: str, home: Path, url: str | None, clock: StepClock
 ) -> None:
     """The re-read is no loophole: a row that differs from the chain now is refused."""
-    writer = facade(open_backend(backend, home, url), clock=clock)
-    kept = writer.remember("Alice drinks green tea").memory
-    assert kept is not None
-    store = open_backend(backend, home, url)
-    reader = facade(store, clock=clock)
-    try:
+    with _tea_and_a_reader(backend, home, url, clock) as (_, kept, _store, reader):
         assert len(reader.memories(ALICE)) == 1
         raw = open_backend(backend, home, url)
         [(doc,)] = execute(raw, "SELECT doc FROM memories WHERE id = ?", (kept.id,)).fetchall()
@@ -135,6 +141,3 @@ def test_a_row_changed_behind_the_programs_back_is_still_refused(
         raw.close()
         with pytest.raises(IntegrityError, match=f"memory {kept.id} as stored for {ALICE}"):
             reader.memories(ALICE)
-    finally:
-        reader.close()
-        writer.close()
