@@ -179,8 +179,27 @@ def test_the_scrub_takes_no_lock_a_write_waits_for(store: PostgresStore) -> None
 
 
 def test_the_full_rewrite_holds_the_tables_the_scrub_does_not(store: PostgresStore) -> None:
-    # The control: compact() (VACUUM FULL) is seen holding the tables exclusively.
+    # The control: compact() (VACUUM FULL) is seen asking for each table exclusively. Each
+    # table is held in ACCESS SHARE by a reader until the watch has seen that ask, so the
+    # ask lasts long enough to be sampled however fast the copy is.
     fill(store, 200)
-    with LockWatch(store.url) as watch:
-        store.compact()
-    assert {("ledger", "AccessExclusiveLock"), ("memories", "AccessExclusiveLock")} <= watch.seen
+    readers = {table: psycopg.connect(store.url) for table in ("ledger", "memories")}
+    try:
+        for table, reader in readers.items():
+            reader.execute(f"LOCK TABLE {table} IN ACCESS SHARE MODE")  # a transaction
+        with LockWatch(store.url) as watch:
+            rewrite = threading.Thread(target=store.compact)
+            rewrite.start()
+            deadline = time.monotonic() + 60
+            while readers and time.monotonic() < deadline:
+                for table in [t for t in readers if (t, "AccessExclusiveLock") in watch.seen]:
+                    readers.pop(table).close()  # its transaction ends: the rewrite goes on
+                time.sleep(0.01)
+            rewrite.join(timeout=60)
+        assert not rewrite.is_alive()
+        assert {("ledger", "AccessExclusiveLock"), ("memories", "AccessExclusiveLock")} <= (
+            watch.seen
+        )
+    finally:
+        for reader in readers.values():
+            reader.close()
