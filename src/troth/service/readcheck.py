@@ -230,8 +230,6 @@ class ReadCheck:
         made = known.memories.get(memory.id)
         if made is not None and made == memory:  # the common case, first
             return
-        if served_problem(memory, made) is None:
-            return
         if not racing:
             self._refuse_served(owner, memory, made)
         # A read can straddle a commit: a row read just before an edit or a forget, held
@@ -246,15 +244,17 @@ class ReadCheck:
             return
         self._refuse_served(owner, memory if fresh is None else fresh, made)
 
-    def _refuse_served(self, owner: str, memory: MemoryRecord, made: MemoryRecord | None) -> None:
-        problem = served_problem(memory, made)
-        if problem is not None:
-            self.refuse(
-                owner,
-                f"memory {memory.id} as stored for {owner} is not what the ledger says: {problem}",
-                memory=memory.id,
-                state="projection",
-            )
+    def _refuse_served(
+        self, owner: str, memory: MemoryRecord, made: MemoryRecord | None
+    ) -> NoReturn:
+        """Refuse a served memory that is not the one the chain makes (callers know it is not)."""
+        problem = served_problem(memory, made) or "it differs from the ledger"
+        self.refuse(
+            owner,
+            f"memory {memory.id} as stored for {owner} is not what the ledger says: {problem}",
+            memory=memory.id,
+            state="projection",
+        )
 
     def _census(self, owner: str, made: Mapping[str, MemoryRecord]) -> None:
         """The stored projection counted against the fold: in all, and by each indexed
