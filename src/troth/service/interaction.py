@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from troth.core.query import STOPWORDS, tokenize
+from troth.core.query import content_terms
 from troth.core.ranking import RankedHit
 from troth.embedding import Embedder
 
@@ -53,13 +53,9 @@ class Interaction:
 DEFAULT_INTERACTION = Interaction()
 
 
-def content_words(text: str) -> list[str]:
-    """The words of ``text`` that carry its topic: tokens less the general stopwords."""
-    seen: dict[str, None] = {}
-    for token in tokenize(text):
-        if token not in STOPWORDS:
-            seen.setdefault(token, None)
-    return list(seen)
+#: The words of a text that carry its topic: tokens less the general stopwords, repeats
+#: dropped, in order (the query's content terms, read the same way for a memory).
+content_words = content_terms
 
 
 class WordVectors:

@@ -10,6 +10,7 @@ memories are read in full.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -237,9 +238,11 @@ def recall(
     # candidates by fused score and their neighbours; all of them when the filters below
     # leave too few of those.
     chosen = shortlist(found, seqs)
-    kept = _admitted(store, owner, query, found, chosen, now)
+    rows = store.recall_rows(owner, chosen)
+    kept = _admitted(query, found, chosen, rows, now)
     if len(kept) < max(query.limit, _FLOOR_TOP) and len(chosen) < len(found):
-        kept = _admitted(store, owner, query, found, list(found), now)
+        rows |= store.recall_rows(owner, [m for m in found if m not in rows])
+        kept = _admitted(query, found, list(found), rows, now)
     held: dict[str, MemoryRecord] = {}
     if query.as_of is not None:  # which of them were retrievable then: their audit trails
         moment = _parse(query.as_of)
@@ -280,16 +283,14 @@ def recall(
 
 
 def _admitted(
-    store: Store,
-    owner: str,
     query: Query,
     found: dict[str, dict[str, Any]],
     chosen: list[str],
+    rows: Mapping[str, RecallRow],
     now: datetime,
 ) -> list[tuple[RecallRow, dict[str, Any], bool]]:
-    """The chosen candidates' ranking rows that the query's filters admit, with their index
-    scores and whether each is stale."""
-    rows = store.recall_rows(owner, chosen)
+    """The chosen candidates' ranking rows (``rows``, read once) that the query's filters
+    admit, with their index scores and whether each is stale."""
     kept: list[tuple[RecallRow, dict[str, Any], bool]] = []
     for memory_id in chosen:
         row = rows.get(memory_id)
