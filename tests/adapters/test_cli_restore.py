@@ -158,3 +158,14 @@ def test_an_export_imported_into_its_own_ledger_adds_nothing(
     report = as_json(invoke(source, "import", str(out), "--json"))
     assert (report["created"], report["unchanged"]) == (0, 3)
     assert tip(source) == before
+
+
+def test_a_note_naming_another_owner_is_not_checked_against_that_ledger(
+    source: Path, tmp_path: Path
+) -> None:
+    # The note names alice's ledger; bob may not read it, so nothing of it is reported.
+    note = tmp_path / "alice.note"
+    assert invoke(source, "seal", "--owner", ALICE, "-o", str(note)).exit_code == EXIT_OK
+    refused = invoke(source, "verify", "--against", str(note), "--json", who=BOB)
+    assert refused.exit_code == EXIT_BAD_INPUT, refused.output
+    assert '"ok": true' not in refused.output

@@ -516,7 +516,7 @@ class Memory:
         """Check an exported file (or a checkpoint note, against the ledger) by its checkpoint."""
         self.access.require(READ, "verify an export")
         named = None if owner is None else self.access.owner(owner)
-        return self.parts.returns.verify_against(path, owner=named)
+        return self.parts.returns.verify_against(path, owner=named, may_read=self.access.owner)
 
     def handle_checkpoint(
         self,

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -310,9 +310,17 @@ class Returns:
 
     # -- verify --against -----------------------------------------------------------------
 
-    def verify_against(self, path: Path, *, owner: str | None = None) -> dict[str, Any]:
+    def verify_against(
+        self,
+        path: Path,
+        *,
+        owner: str | None = None,
+        may_read: Callable[[str], str] | None = None,
+    ) -> dict[str, Any]:
         """Check ``path`` against a checkpoint: an export against the one it carries, or a
-        checkpoint note (``troth seal -o``) against the ledger it names."""
+        checkpoint note (``troth seal -o``) against the ledger it names. ``may_read``: the
+        caller's access check of an owner (it returns the owner, or refuses), applied to
+        the owner a note names before that ledger is read."""
         if not path.is_file():
             raise InvalidInputError(f"{path} is not a file", path=str(path))
         data = path.read_bytes()
@@ -320,6 +328,8 @@ class Returns:
         if _looks_like_note(data):
             checkpoint = proofs.open(data, where=path.name)
             whose = owner or origin_owner(checkpoint.origin)
+            if owner is None and may_read is not None:
+                whose = may_read(whose)
             hashes = [r.entry.hash for r in self.parties.store.records(whose)]
             problem = check_entries(
                 checkpoint, hashes[: checkpoint.size], where=f"the ledger of {whose}"
