@@ -30,6 +30,7 @@ from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage import rows
 from troth.storage.base import MemoryFilter, Tip
+from troth.storage.erasure import Finisher
 from troth.storage.rows import TOKEN_COLUMNS, fts_body, memory_from_doc, stored_json, token_record
 
 C = TypeVar("C")
@@ -476,6 +477,7 @@ class SQLReads:
     _locate_sql: str
     _model_sql: str
     _tokens: TokenStatements
+    _erasures: Finisher  # each store's own ``_finish_erasures``, tried until it is done
 
     def _connection(self) -> Any:  # pragma: no cover - every store defines it
         raise NotImplementedError
@@ -515,6 +517,17 @@ class SQLReads:
         """How many memories a filter matches."""
         row = self._connection().execute(*self.filters.counting(owner, query)).fetchone()
         return int(row[0]) if row else 0
+
+    def pending_erasures(self) -> int:
+        """Erasures committed but not yet compacted out of every file."""
+        row = self._connection().execute("SELECT count(*) FROM pending_erasures").fetchone()
+        return int(row[0]) if row else 0
+
+    def finish_erasures(self, wait: float = 0.0) -> bool:
+        """Finish pending erasures, waiting up to ``wait`` seconds for readers of older
+        snapshots; True when none is left (else a background thread goes on while the
+        store is open)."""
+        return self._erasures.finish(wait)
 
     def vector_model(self) -> tuple[str, int] | None:
         """The embedding model (name, dimension) the stored vectors were made with, if any."""

@@ -472,16 +472,6 @@ class PostgresStore(sql.SQLReads):
             raise StorageError(f"the erasure maintenance could not run: {exc}") from exc
         self._checkpoint(db)
 
-    def pending_erasures(self) -> int:
-        """Erasures committed but not yet compacted out of every file."""
-        row = self._connection().execute("SELECT count(*) FROM pending_erasures").fetchone()
-        return int(row[0]) if row else 0
-
-    def finish_erasures(self, wait: float = 0.0) -> bool:
-        """Finish pending erasures, waiting up to ``wait`` seconds for older snapshots; True
-        when none is left (else a background thread goes on while the store is open)."""
-        return self._erasures.finish(wait)
-
     def _finish_erasures(self) -> bool:
         db = self._connection()
         row = db.execute("SELECT max(id) FROM pending_erasures").fetchone()

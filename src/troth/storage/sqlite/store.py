@@ -246,16 +246,6 @@ class SQLiteStore(sql.SQLReads):
                 )
             threading.Event().wait(0.05)
 
-    def pending_erasures(self) -> int:
-        """Erasures committed but not yet compacted out of every file."""
-        row = self._connection().execute("SELECT count(*) FROM pending_erasures").fetchone()
-        return int(row[0])
-
-    def finish_erasures(self, wait: float = 0.0) -> bool:
-        """Finish pending erasures, waiting up to ``wait`` seconds for older readers; True
-        when none is left (else a background thread goes on while the store is open)."""
-        return self._erasures.finish(wait)
-
     def _finish_erasures(self) -> bool:
         db = self._connection()
         last = db.execute("SELECT max(id) FROM pending_erasures").fetchone()[0]
