@@ -1,12 +1,18 @@
 """Load on the served API: N concurrent clients, each writing and searching on ONE owner's chain.
 
-`python -m bench.server [--clients 32] [--ops 500] [--no-write]` starts `troth serve` as a
+`python -m bench.server [--clients 32] [--ops 500] [--questions topics|distinct] [--no-write]`
+starts `troth serve` as a
 subprocess on a free loopback port over a fresh home, gives every client a token of the
 owner, and has each client alternate writes (POST /api/memories) and searches
 (GET /api/search) until it has done ``--ops`` of each. Afterwards it checks that nothing
 failed, that the acknowledged writes equal the ledger's entries, and that the chain
 verifies; then it records p50/p99 latency and throughput in docs/benchmarks.md between
 ``<!-- bench:server:start -->`` and ``<!-- bench:server:end -->``.
+
+``--questions topics`` (the default) asks "TOPIC note": 32 clients share 8 questions, so
+searches queued together often ask the same thing. ``--questions distinct`` makes every
+search its own ("TOPIC client C note I"), so no two searches in a run ask the same: the
+figure for a server that cannot answer one search from another's run.
 """
 
 from __future__ import annotations
@@ -59,8 +65,20 @@ class LoadResult:
         return not self.errors and self.acknowledged == self.entries and self.chain_ok
 
 
+def question(topic: str, index: int, op: int, questions: str) -> str:
+    """The search client ``index`` sends at its ``op``-th turn."""
+    if questions == "distinct":
+        return f"{topic} client {index} note {op}"
+    return f"{topic} note"
+
+
 async def _client(
-    http: httpx2.AsyncClient, token: str, index: int, ops: int, result: LoadResult
+    http: httpx2.AsyncClient,
+    token: str,
+    index: int,
+    ops: int,
+    result: LoadResult,
+    questions: str = "topics",
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     for i in range(ops):
@@ -82,7 +100,9 @@ async def _client(
         started = time.perf_counter()
         try:
             found = await http.get(
-                "/api/search", params={"q": f"{topic} note", "limit": "10"}, headers=headers
+                "/api/search",
+                params={"q": question(topic, index, i, questions), "limit": "10"},
+                headers=headers,
             )
             if found.status_code != 200:
                 result.errors.append(f"search {found.status_code}: {found.text[:200]}")
@@ -91,14 +111,14 @@ async def _client(
         result.search_ms.append((time.perf_counter() - started) * 1000)
 
 
-async def drive(url: str, tokens: Sequence[str], ops: int) -> LoadResult:
+async def drive(url: str, tokens: Sequence[str], ops: int, questions: str = "topics") -> LoadResult:
     """Run one client per token concurrently, then read the chain's status."""
     result = LoadResult(clients=len(tokens), ops_per_client=ops)
     limits = httpx2.Limits(max_connections=len(tokens) + 4, max_keepalive_connections=len(tokens))
     async with httpx2.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
         started = time.perf_counter()
         await asyncio.gather(
-            *(_client(http, token, i, ops, result) for i, token in enumerate(tokens))
+            *(_client(http, token, i, ops, result, questions) for i, token in enumerate(tokens))
         )
         result.wall_seconds = time.perf_counter() - started
         status = await http.get("/api/verify", headers={"Authorization": f"Bearer {tokens[0]}"})
@@ -108,9 +128,9 @@ async def drive(url: str, tokens: Sequence[str], ops: int) -> LoadResult:
     return result
 
 
-def run_load(url: str, tokens: Sequence[str], ops: int) -> LoadResult:
+def run_load(url: str, tokens: Sequence[str], ops: int, questions: str = "topics") -> LoadResult:
     """Synchronous entry for tests: drive a server at ``url``."""
-    return asyncio.run(drive(url, tokens, ops))
+    return asyncio.run(drive(url, tokens, ops, questions))
 
 
 def _free_port() -> int:
@@ -182,6 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.server", description=__doc__)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--ops", type=int, default=500, help="writes (and searches) per client")
+    parser.add_argument(
+        "--questions",
+        choices=("topics", "distinct"),
+        default="topics",
+        help="topics: 8 questions shared by the clients; distinct: every search its own",
+    )
     parser.add_argument("--no-write", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(list(argv) if argv is not None else None)
     with tempfile.TemporaryDirectory(prefix="troth-bench-") as tmp:
@@ -218,12 +244,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise SystemExit("the server did not start")
                 time.sleep(0.1)
-            result = run_load(url, tokens, args.ops)
+            result = run_load(url, tokens, args.ops, args.questions)
         finally:
             server.terminate()
             server.wait(timeout=30)
             log.close()
     command = f"python -m bench.server --clients {args.clients} --ops {args.ops}"
+    if args.questions != "topics":
+        command += f" --questions {args.questions}"
     section = render(result, command)
     print(section)
     for error in result.errors[:10]:
