@@ -158,12 +158,18 @@ def test_another_writer_between_is_followed_from_the_rows(home: Home) -> None:
 # -- the saved fold -------------------------------------------------------------------------
 
 
-def test_a_new_process_resumes_from_the_saved_fold(home: Home, tmp_path: Path) -> None:
-    folds = folds_in(tmp_path / "folds")
+def saved(home: Home, path: Path, count: int) -> FoldFiles:
+    """A process that writes ``count`` memories, reads them and closes (saving its fold)."""
+    folds = folds_in(path / "folds")
     first, _ = home.open(folds)
-    write(first, 30)
-    assert len(first.memories(ALICE)) == 30
+    write(first, count)
+    assert len(first.memories(ALICE)) == count
     first.close()
+    return folds
+
+
+def test_a_new_process_resumes_from_the_saved_fold(home: Home, tmp_path: Path) -> None:
+    folds = saved(home, tmp_path, 30)
     writer, _ = home.open()  # another process writes on, saving nothing
     write(writer, 3, start=30)
     memory, counted = home.open(folds)
@@ -173,11 +179,7 @@ def test_a_new_process_resumes_from_the_saved_fold(home: Home, tmp_path: Path) -
 
 
 def test_a_tampered_saved_fold_is_not_trusted(home: Home, tmp_path: Path) -> None:
-    folds = folds_in(tmp_path / "folds")
-    first, _ = home.open(folds)
-    write(first, 20)
-    first.memories(ALICE)
-    first.close()
+    folds = saved(home, tmp_path, 20)
     path = folds.file_for(ALICE)
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 1
@@ -192,11 +194,7 @@ def test_a_tampered_saved_fold_is_not_trusted(home: Home, tmp_path: Path) -> Non
 
 
 def test_a_saved_fold_the_chain_does_not_extend_is_not_trusted(home: Home, tmp_path: Path) -> None:
-    folds = folds_in(tmp_path / "folds")
-    first, _ = home.open(folds)
-    write(first, 10)
-    first.memories(ALICE)
-    first.close()
+    folds = saved(home, tmp_path, 10)
     # The chain rewritten from entry #9 with hashes of its own: the entry at the saved size
     # no longer carries the saved head, so the fold is not taken; the chain is verified
     # whole, and the rewrite refused (here by the head; with a witness, by the witness).
@@ -211,11 +209,7 @@ def test_a_saved_fold_the_chain_does_not_extend_is_not_trusted(home: Home, tmp_p
 
 
 def test_a_store_behind_its_saved_fold_is_folded_whole(home: Home, tmp_path: Path) -> None:
-    folds = folds_in(tmp_path / "folds")
-    first, _ = home.open(folds)
-    write(first, 8)
-    first.memories(ALICE)
-    first.close()
+    folds = saved(home, tmp_path, 8)
     home.sql("DELETE FROM ledger WHERE owner = ? AND seq = 7", (ALICE,))
     home.sql("DELETE FROM memories WHERE owner = ? AND seq = 7", (ALICE,))
     home.sql(
@@ -240,14 +234,10 @@ def _doc(home: Home, memory_id: str) -> dict[str, Any]:
 def test_over_a_saved_fold_a_projection_edit_is_refused_when_served(
     home: Home, tmp_path: Path
 ) -> None:
-    folds = folds_in(tmp_path / "folds")
-    first, _ = home.open(folds)
-    write(first, 5)
-    tea = first.remember("alice likes green tea").id
-    first.memories(ALICE)
-    first.close()
+    folds = saved(home, tmp_path, 5)
+    tea = next(m.id for m in home.open()[0].memories(ALICE) if m.content.endswith("number 3"))
     doc = _doc(home, tea)
-    doc["content"] = "alice likes black coffee"
+    doc["content"] = "alice fact number 333"
     home.sql("UPDATE memories SET doc = ? WHERE id = ?", (json.dumps(doc), tea))
     memory, _ = home.open(folds)
     with pytest.raises(IntegrityError, match=f"memory {tea}"):
@@ -257,11 +247,7 @@ def test_over_a_saved_fold_a_projection_edit_is_refused_when_served(
 def test_over_a_saved_fold_a_chain_edit_is_refused_when_the_rows_are_served(
     home: Home, tmp_path: Path
 ) -> None:
-    folds = folds_in(tmp_path / "folds")
-    first, _ = home.open(folds)
-    write(first, 5)
-    first.memories(ALICE)
-    first.close()
+    folds = saved(home, tmp_path, 5)
     home.sql("UPDATE ledger SET content = ? WHERE owner = ? AND seq = 2", ("forged", ALICE))
     memory, _ = home.open(folds)
     # The memories served are the ones the fold vouches for (the projection is untouched);
