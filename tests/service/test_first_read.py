@@ -256,3 +256,23 @@ def test_over_a_saved_fold_a_chain_edit_is_refused_when_the_rows_are_served(
     with pytest.raises(IntegrityError, match="broken at entry #2"):
         memory.export("personaxis", owner=ALICE)
     assert not any(r.ok for r in memory.verify() if r.owner == ALICE)
+
+
+def test_memory_open_saves_its_folds_outside_the_data_directory(tmp_path: Path) -> None:
+    from troth.config import Settings, build_memory, build_sealer
+
+    settings = Settings.load(home=str(tmp_path / "home"), principal=ALICE)
+    with build_memory(settings) as memory:
+        write(memory, 12)
+        build_sealer(memory, settings).seal()  # the signing key the folds are MACed under
+        assert len(memory.memories(ALICE)) == 12
+    [saved_file] = tmp_path.rglob("*.fold")  # the tests' configuration directory
+    assert saved_file.parent.name == "folds"
+    assert tmp_path / "home" not in saved_file.parents
+    with build_memory(settings) as memory:
+        counted = Counted(memory.parts.check.store)
+        assert len(memory.memories(ALICE)) == 12
+        # The entry at the saved size, read by the read check and by the witness's holding
+        # (from its sealed tip): none of the 11 before it.
+        assert counted.starts == [11, 11]
+        assert counted.rows == 2
