@@ -276,3 +276,15 @@ def test_memory_open_saves_its_folds_outside_the_data_directory(tmp_path: Path) 
         # (from its sealed tip): none of the 11 before it.
         assert counted.starts == [11, 11]
         assert counted.rows == 2
+
+
+def test_a_write_over_a_saved_fold_still_verifies_the_older_rows(
+    home: Home, tmp_path: Path
+) -> None:
+    folds = saved(home, tmp_path, 6)
+    home.sql("UPDATE ledger SET content = ? WHERE owner = ? AND seq = 0", ("forged", ALICE))
+    memory, counted = home.open(folds)
+    assert len(memory.memories(ALICE)) == 6  # served from the saved fold (docs: section 13)
+    with pytest.raises(IntegrityError, match="broken at entry #0"):
+        memory.remember("alice writes on")
+    assert 0 in counted.starts  # the write path read the chain from its start

@@ -201,9 +201,11 @@ class ReadCheck:
             known.tip = tip
 
     def verified(self, owner: str) -> Tip | None:
-        """The tip to which this check has verified (or itself written) the owner's chain."""
+        """The tip to which this process has verified (or itself written) the owner's whole
+        chain; None for a chain taken over a saved fold, whose older rows the write path
+        still verifies before it appends to them."""
         known = self._known.get(owner)
-        return None if known is None else known.tip
+        return None if known is None or known.base is not None else known.tip
 
     def forget(self, owner: str | None = None) -> None:
         """Drop what is known of an owner (or every owner), findings included: after a
