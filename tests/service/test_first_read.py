@@ -176,6 +176,8 @@ def test_a_new_process_resumes_from_the_saved_fold(home: Home, tmp_path: Path) -
     assert len(memory.memories(ALICE)) == 33
     assert counted.rows == 4  # the entry at the saved size, then the 3 appended since
     assert memory.recall("fact number 7", owner=ALICE)
+    assert memory.get(memory.memories(ALICE)[0].id, owner=ALICE)
+    assert counted.rows == 4  # every memory served was held against its saved digest
 
 
 def test_a_tampered_saved_fold_is_not_trusted(home: Home, tmp_path: Path) -> None:
