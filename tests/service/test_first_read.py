@@ -290,3 +290,10 @@ def test_a_write_over_a_saved_fold_still_verifies_the_older_rows(
     with pytest.raises(IntegrityError, match="broken at entry #0"):
         memory.remember("alice writes on")
     assert 0 in counted.starts  # the write path read the chain from its start
+    # From then on the reads are refused too, and the saved fold is gone: the next
+    # process folds the chain whole and refuses at its first read.
+    with pytest.raises(IntegrityError, match="broken at entry #0"):
+        memory.memories(ALICE)
+    assert not folds.file_for(ALICE).exists()
+    with pytest.raises(IntegrityError, match="broken at entry #0"):
+        home.open(folds)[0].memories(ALICE)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -155,6 +155,17 @@ class Ledger:
         result = check_head(result, tip.length, tip.head)
         if not result.ok:
             self._verified.pop(tx.owner, None)
+            if self.check is not None:
+                # The read path refuses the owner too (and drops its saved fold): reads
+                # served over a saved fold had not seen the older rows (docs/ledger.md, §13).
+                with suppress(IntegrityError):
+                    self.check.refuse(
+                        tx.owner,
+                        f"the ledger of {tx.owner} is broken at entry #{result.broken_at}"
+                        f" ({result.reason})",
+                        state="broken",
+                        broken_at=result.broken_at,
+                    )
             raise IntegrityError(
                 f"the ledger of {tx.owner} is broken at entry #{result.broken_at} "
                 f"({result.reason}); refusing to write. Run `troth verify` to inspect it",
