@@ -190,7 +190,8 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
     sealer = build_sealer(memory, settings)
     # Reads and repairs are held against the witnessed checkpoints (docs/ledger.md, §13).
     memory.anchor(sealer.witnessed)
-    memory.keep_folds(fold_files(sealer))
+    # A first read resumes from the fold the last process saved at close (§13).
+    memory.parts.check.folds = fold_files(sealer)
     # Exports carry the signed checkpoint they were cut at; restores are proven by it.
     memory.seal_exports_with(sealer)
     return memory

@@ -70,8 +70,7 @@ class Home:
         """A new facade (as a new process opens one), its store counting rows read."""
         counted = Counted(open_backend(self.backend, self.path, self.url))
         memory = facade(counted.store, clock=self.clock)
-        if folds is not None:
-            memory.keep_folds(folds)
+        memory.parts.check.folds = folds
         self.opened.append(memory)
         return memory, counted
 

@@ -130,9 +130,12 @@ class Ledger:
             self._verified[owner] = tip
 
     def forget_verified(self) -> None:
-        """Drop every verified tip: the next write verifies its chain from the start."""
+        """Drop every verified tip, the read check's too (the write path takes its tip):
+        the next write verifies its chain from the start."""
         with self._verified_lock:
             self._verified.clear()
+        if self.check is not None:
+            self.check.forget()
 
     def _ensure_verified(self, tx: Transaction) -> Tip:
         """Verify the chain up to its head before appending (incrementally after the first)."""

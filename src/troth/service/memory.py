@@ -45,7 +45,6 @@ from troth.service.changes import FORGET_REASON
 from troth.service.compose import Services
 from troth.service.drafts import Draft, WriteFields, WriteItem, WriteResult
 from troth.service.exports import ExportFile
-from troth.service.folds import FoldFiles
 from troth.service.integrity import OwnerReport
 from troth.service.migration import MigrationReport
 from troth.service.portability import ExportResult, ImportReport
@@ -151,16 +150,8 @@ class Memory:
         self.parts.check.anchor = anchor
         self.parts.check.forget()
 
-    def keep_folds(self, files: FoldFiles | None) -> None:
-        """Keep the read check's folds between processes in ``files`` (a folder outside the
-        data directory, MACed under the signing key): a new process's first read of an
-        owner then verifies and folds only the entries appended since (docs/ledger.md,
-        section 13). Folds are saved when the facade closes."""
-        self.parts.check.folds = files
-        self.parts.check.forget()
-
     def close(self) -> None:
-        """Save the read check's folds (when kept) and release the store's connections."""
+        """Save the read check's folds (``ReadCheck.folds``) and release the connections."""
         self.parts.check.save()
         self.store.close()
 

@@ -100,7 +100,7 @@ class ReadCheck:
         self._known: dict[str, _Known] = {}
         self._refused: dict[str, IntegrityError] = {}
         self._lock = threading.RLock()
-        #: Where folds are saved between processes (``Memory.keep_folds``), if anywhere.
+        #: Where folds are saved between processes (set by ``config.build_memory``), if anywhere.
         self.folds: FoldFiles | None = None
 
     # -- what readers call ----------------------------------------------------------------
