@@ -245,15 +245,24 @@ def test_over_a_saved_fold_a_projection_edit_is_refused_when_served(
         memory.get(tea, owner=ALICE)
 
 
+def edited_over_a_saved_fold(
+    home: Home, tmp_path: Path, count: int, seq: int
+) -> tuple[FoldFiles, Memory, Counted]:
+    """A saved fold of ``count`` memories, then chain row ``seq``'s content edited, and a
+    new process that reads the owner: the memories served are the ones the fold vouches
+    for (the projection is untouched; docs/ledger.md, section 13)."""
+    folds = saved(home, tmp_path, count)
+    home.sql("UPDATE ledger SET content = ? WHERE owner = ? AND seq = ?", ("forged", ALICE, seq))
+    memory, counted = home.open(folds)
+    assert len(memory.memories(ALICE)) == count
+    return folds, memory, counted
+
+
 def test_over_a_saved_fold_a_chain_edit_is_refused_when_the_rows_are_served(
     home: Home, tmp_path: Path
 ) -> None:
-    folds = saved(home, tmp_path, 5)
-    home.sql("UPDATE ledger SET content = ? WHERE owner = ? AND seq = 2", ("forged", ALICE))
-    memory, _ = home.open(folds)
-    # The memories served are the ones the fold vouches for (the projection is untouched);
-    # the rows themselves are verified before they are served.
-    assert len(memory.memories(ALICE)) == 5
+    _, memory, _ = edited_over_a_saved_fold(home, tmp_path, 5, 2)
+    # The rows themselves are verified before they are served.
     with pytest.raises(IntegrityError, match="broken at entry #2"):
         memory.export("personaxis", owner=ALICE)
     assert not any(r.ok for r in memory.verify() if r.owner == ALICE)
@@ -282,10 +291,7 @@ def test_memory_open_saves_its_folds_outside_the_data_directory(tmp_path: Path) 
 def test_a_write_over_a_saved_fold_still_verifies_the_older_rows(
     home: Home, tmp_path: Path
 ) -> None:
-    folds = saved(home, tmp_path, 6)
-    home.sql("UPDATE ledger SET content = ? WHERE owner = ? AND seq = 0", ("forged", ALICE))
-    memory, counted = home.open(folds)
-    assert len(memory.memories(ALICE)) == 6  # served from the saved fold (docs: section 13)
+    folds, memory, counted = edited_over_a_saved_fold(home, tmp_path, 6, 0)
     with pytest.raises(IntegrityError, match="broken at entry #0"):
         memory.remember("alice writes on")
     assert 0 in counted.starts  # the write path read the chain from its start
