@@ -10,7 +10,11 @@ index only), then measures:
   alternation so both see the same machine;
 - the check alone on what one recall serves (``ReadCheck.served``);
 - the first read of the owner in a new process: the chain read, verified and folded once,
-  and the projection counted (what every later read builds on).
+  and the projection counted (what every later read builds on);
+- the first read of the owner in the process that wrote it (the read check took the
+  writes: the witness and the census only);
+- the first read in a new process from the fold a previous one saved (``service/folds.py``),
+  with ``--since`` memories written after it was saved, and the time to save it.
 
 The results replace the section between ``<!-- bench:readcheck:start -->`` and
 ``<!-- bench:readcheck:end -->`` in docs/benchmarks.md.
@@ -33,6 +37,7 @@ from bench.ledger import machine, text
 from troth.config import load_policy
 from troth.core import lifecycle
 from troth.core.events import verify_records
+from troth.service.folds import FoldFiles
 from troth.service.memory import Memory
 from troth.service.readcheck import ReadCheck
 from troth.service.recall import Query
@@ -49,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.readcheck")
     parser.add_argument("--memories", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--since", type=int, default=10)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(Path(tmp) / "troth.db")
@@ -71,9 +77,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         began = time.perf_counter()
         lifecycle.fold(records, OWNER)
         folded = time.perf_counter() - began
+        del records
 
-        memory.recall(QUERIES[0])  # the facade's first read of the owner, not measured
-        checked, unchecked, alone = [], [], []
+        # The fold saved by one process (the facade's close), then ``--since`` memories
+        # written by another, then a new process's first read from the saved fold.
+        folds = FoldFiles(Path(tmp) / "folds", lambda: b"k" * 32, lambda o: f"bench/{o}")
+        saver = ReadCheck(store)
+        saver.folds = folds
+        saver.chain(OWNER)
+        began = time.perf_counter()
+        saver.save()
+        saving = time.perf_counter() - began
+        del saver
+        memory.remember_many([text(args.memories + i) for i in range(args.since)])
+        began, cpu = time.perf_counter(), time.thread_time()
+        resumed = ReadCheck(store)
+        resumed.folds = folds
+        resumed.chain(OWNER)
+        from_saved, from_saved_cpu = time.perf_counter() - began, time.thread_time() - cpu
+
+        began = time.perf_counter()
+        memory.recall(QUERIES[0])  # the facade's first read: this process wrote the owner
+        own_writes = time.perf_counter() - began
+        checked, unchecked, alone, alone_saved = [], [], [], []
         for run in range(args.runs):
             query = QUERIES[run % len(QUERIES)]
             began = time.perf_counter()
@@ -86,11 +112,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             began = time.perf_counter()
             first.served(OWNER, served)
             alone.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            resumed.served(OWNER, served)
+            alone_saved.append(time.perf_counter() - began)
         memory.close()
     ms = {
         "checked": statistics.median(checked) * 1000,
         "unchecked": statistics.median(unchecked) * 1000,
         "alone": statistics.median(alone) * 1000,
+        "alone_saved": statistics.median(alone_saved) * 1000,
+        "own_writes": own_writes * 1000,
+        "from_saved": from_saved * 1000,
+        "from_saved_cpu": from_saved_cpu * 1000,
+        "saving": saving * 1000,
         "first": first_read * 1000,
         "verified": verified * 1000,
         "folded": folded * 1000,
@@ -113,10 +147,16 @@ rows of one run with each other, not with other sections).
 | the first read of the owner in a process: chain read, verified, folded; projection counted | {ms["first"]:.0f} ms |
 | of which: the chain read and verified | {ms["verified"]:.0f} ms |
 | of which: the fold | {ms["folded"]:.0f} ms |
+| the first read in the process that wrote the owner (a recall: witness and census only) | {ms["own_writes"]:.0f} ms |
+| the first read in a new process from the saved fold, {args.since} memories written since | {ms["from_saved"]:.1f} ms ({ms["from_saved_cpu"]:.1f} ms thread CPU) |
+| saving the fold (`ReadCheck.save`, at `Memory.close`) | {ms["saving"]:.0f} ms |
+| the check on what one recall serves, over the saved fold (digests) | {ms["alone_saved"]:.3f} ms |
 
 Each later read asks the store for the owner's tip (one query) and compares each served
-memory with the one the chain makes (a dict look-up and one comparison); the first read
-of an owner pays for one pass over its chain (docs/ledger.md, section 13).
+memory with the one the chain makes (a dict look-up and one comparison, or over a saved
+fold a `searchsorted` and a digest); the first read of an owner in a new process pays for
+one pass over its chain, or, from a saved fold, for its MAC and the entries since
+(docs/ledger.md, section 13).
 {END}"""
     record_block("readcheck", block)
     print(block)

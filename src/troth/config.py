@@ -53,6 +53,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from troth.embedding import Embedder
+    from troth.service.folds import FoldFiles
     from troth.service.sealing import CheckpointPolicy, Sealer
 
 DATABASE_NAME = "troth.db"
@@ -189,6 +190,8 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
     sealer = build_sealer(memory, settings)
     # Reads and repairs are held against the witnessed checkpoints (docs/ledger.md, §13).
     memory.anchor(sealer.witnessed)
+    # A first read resumes from the fold the last process saved at close (§13).
+    memory.parts.check.folds = fold_files(sealer)
     # Exports carry the signed checkpoint they were cut at; restores are proven by it.
     memory.seal_exports_with(sealer)
     return memory
@@ -200,6 +203,7 @@ SIGNING_KEY_NAME = "signing.key"
 WITNESS_DIR_NAME = "witness"
 SEALING_FILE_NAME = "sealing.toml"
 TIPS_DIR_NAME = "sealed"
+FOLDS_DIR_NAME = "folds"
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +346,22 @@ def _witness_setting(table: object, path: Path, number: int) -> WitnessSetting:
     if not isinstance(timeout, int | float) or not timeout > 0:
         raise InvalidInputError(f"{where}: timeout is a number of seconds above 0")
     return WitnessSetting(url=url, key=key, timeout=float(timeout))
+
+
+def fold_files(sealer: Sealer) -> FoldFiles:
+    """The read check's saved folds, beside the signing key (outside the data directory),
+    MACed under a key derived from the signing key: none are kept until there is one."""
+    from troth.core.errors import TrothError
+    from troth.service.folds import FoldFiles
+
+    def secret() -> bytes | None:
+        try:
+            signer = sealer.keys.signer(create=False)
+        except (OSError, TrothError):
+            return None
+        return None if signer is None else signer.seed()
+
+    return FoldFiles(sealer.keys.path.parent / FOLDS_DIR_NAME, secret, sealer.origin)
 
 
 def build_sealer(memory: Memory, settings: Settings) -> Sealer:

@@ -72,7 +72,7 @@ class CheckedStore:
 
     def records(self, owner: str, start: int = 0) -> Iterator[Record]:
         """Ledger rows, once the chain verifies to its head and its witnessed checkpoint."""
-        self.check.chain(owner)
+        self.check.rows(owner)
         return self.raw.records(owner, start)
 
     # -- passed through -------------------------------------------------------------------

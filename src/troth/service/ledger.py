@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -72,9 +72,10 @@ class _ThreadWrites(threading.local):
 
     depth = 0
     erased = False
+    nested = False  # a write ran inside another: the read check is not fed (see ``writing``)
 
     def __init__(self) -> None:
-        self.starts: dict[str, tuple[Tip, set[str]]] = {}
+        self.starts: dict[str, tuple[Tip, dict[str, MemoryRecord]]] = {}
 
 
 class Ledger:
@@ -129,9 +130,12 @@ class Ledger:
             self._verified[owner] = tip
 
     def forget_verified(self) -> None:
-        """Drop every verified tip: the next write verifies its chain from the start."""
+        """Drop every verified tip, the read check's too (the write path takes its tip):
+        the next write verifies its chain from the start."""
         with self._verified_lock:
             self._verified.clear()
+        if self.check is not None:
+            self.check.forget()
 
     def _ensure_verified(self, tx: Transaction) -> Tip:
         """Verify the chain up to its head before appending (incrementally after the first)."""
@@ -154,6 +158,17 @@ class Ledger:
         result = check_head(result, tip.length, tip.head)
         if not result.ok:
             self._verified.pop(tx.owner, None)
+            if self.check is not None:
+                # The read path refuses the owner too (and drops its saved fold): reads
+                # served over a saved fold had not seen the older rows (docs/ledger.md, §13).
+                with suppress(IntegrityError):
+                    self.check.refuse(
+                        tx.owner,
+                        f"the ledger of {tx.owner} is broken at entry #{result.broken_at}"
+                        f" ({result.reason})",
+                        state="broken",
+                        broken_at=result.broken_at,
+                    )
             raise IntegrityError(
                 f"the ledger of {tx.owner} is broken at entry #{result.broken_at} "
                 f"({result.reason}); refusing to write. Run `troth verify` to inspect it",
@@ -202,9 +217,18 @@ class Ledger:
         self.vectors.ready()  # records the model first: not inside the write
         thread = self._thread
         depth = thread.depth
-        if not depth and owner not in self._verified:
-            self._verify_ahead(owner)
+        if depth:
+            thread.nested = True
+        elif owner not in self._verified:
+            # A chain the read check has verified (or this process wrote) is not verified
+            # again: only the rows appended since are, in the write.
+            checked = None if self.check is None else self.check.verified(owner)
+            if checked is not None:
+                self._advance_verified(owner, checked)
+            else:
+                self._verify_ahead(owner)
         thread.depth = depth + 1
+        fed = False
         try:
             with self.store.write(owner, expect) as tx:
                 start = self._ensure_verified(tx)
@@ -212,23 +236,32 @@ class Ledger:
                     self.check.begin_write(owner, tx.records, start)
                 starts = thread.starts
                 outer = starts.get(owner)
-                starts[owner] = (start, set())
+                starts[owner] = (start, {})
                 try:
                     yield tx
                 finally:
+                    written = starts[owner][1]
                     if outer is None:
                         starts.pop(owner, None)
                     else:
                         starts[owner] = outer
                 tip = tx.tip()
+            # Committed (the outermost write on this thread, so nothing can still undo it).
+            fed = not depth and not thread.erased and not thread.nested
         finally:
             thread.depth = depth
+            if not depth:
+                thread.nested = False
             if not depth and thread.erased:
                 # An erasure rewrote rows the read check had folded: landed or not, the next
                 # read verifies and folds the owner's chain afresh (one pass over it).
                 thread.erased = False
                 if self.check is not None:
                     self.check.forget(owner)
+        if fed and self.check is not None:
+            # What the write made is what the chain makes: the read check takes it as it is
+            # instead of reading and folding the rows again (ReadCheck.wrote).
+            self.check.wrote(owner, start, tip, written)
         # Only once committed: a head that never landed must not be built on next time.
         self._advance_verified(owner, tip)
 
@@ -334,7 +367,7 @@ class Ledger:
             new = minted and memory.id == event.memory
             tx.put(memory, given.get(memory.id, computed.get(memory.id)), new=new)
         if began is not None:
-            began[1].update(touched)
+            began[1].update(touched)  # each as this event left it
         return list(touched.values())
 
     def write_plan(
@@ -433,7 +466,7 @@ class Ledger:
                 # the next read verifies and folds the owner's chain afresh (``writing``).
                 began = self._thread.starts.get(tx.owner)
                 if began is not None:
-                    began[1].add(memory.id)
+                    began[1][memory.id] = refolded
                 self._thread.erased = True
         for eraser in self._erasers:
             eraser(tx, memory.id, content)

@@ -151,7 +151,8 @@ class Memory:
         self.parts.check.forget()
 
     def close(self) -> None:
-        """Release the store's connections."""
+        """Save the read check's folds (``ReadCheck.folds``) and release the connections."""
+        self.parts.check.save()
         self.store.close()
 
     def __enter__(self) -> Memory:

@@ -18,7 +18,7 @@ checkpoint, then :meth:`ReadCheck.forget`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final, NoReturn
@@ -28,6 +28,7 @@ from troth.core.chain import Verification
 from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, NotFoundError
 from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
 from troth.core.records import STATUSES, MemoryRecord
+from troth.service.folds import FoldFiles, SavedFold, digest
 from troth.storage.base import MemoryFilter, Store, Tip
 
 __all__ = ["Anchor", "ReadCheck", "served_problem"]
@@ -56,10 +57,38 @@ def served_problem(stored: MemoryRecord, made: MemoryRecord | None) -> str | Non
 
 @dataclass(slots=True)
 class _Known:
-    """An owner's chain as this process verified it, and the memories it makes."""
+    """An owner's chain as this process verified it, and the memories it makes.
+
+    ``counts``: how many of those memories each census filter keeps (``_CENSUS``), kept as
+    the fold moves so the census never walks the memories again. ``checked``: the chain was
+    held against its witnessed checkpoint and the projection counted against the fold in
+    this process (False for a chain this process wrote from empty, until its first read).
+    """
 
     tip: Tip
     memories: dict[str, MemoryRecord]
+    counts: list[int]
+    checked: bool = True
+    #: The fold a previous process saved, which ``memories`` (then the memories changed
+    #: since) is taken over; None once the whole chain was verified and folded here.
+    base: SavedFold | None = None
+    #: The tip of the saved fold this was taken from or last saved as.
+    saved: Tip | None = None
+
+    def change(self, memory: MemoryRecord) -> None:
+        """Take a memory the chain now makes, keeping the census counts."""
+        old = self.memories.get(memory.id)
+        if old is not None:
+            was = _marks(old)
+        else:
+            found = None if self.base is None else self.base.find(memory.id)
+            was = 0 if found is None else found[1]
+        now = _marks(memory)
+        if was != now:
+            counts = self.counts
+            for index in range(len(counts)):
+                counts[index] += ((now >> index) & 1) - ((was >> index) & 1)
+        self.memories[memory.id] = memory
 
 
 class ReadCheck:
@@ -71,6 +100,8 @@ class ReadCheck:
         self._known: dict[str, _Known] = {}
         self._refused: dict[str, IntegrityError] = {}
         self._lock = threading.RLock()
+        #: Where folds are saved between processes (set by ``config.build_memory``), if anywhere.
+        self.folds: FoldFiles | None = None
 
     # -- what readers call ----------------------------------------------------------------
 
@@ -83,9 +114,32 @@ class ReadCheck:
 
     def chain(self, owner: str) -> None:
         """Refuse unless the owner's chain verifies to its head and its witnessed checkpoint
-        (what a reader of the raw ledger, e.g. a personaxis export, is served from)."""
+        (what a recall that finds nothing is answered from)."""
         with self._lock:
             self._current(owner)
+
+    def rows(self, owner: str) -> None:
+        """As :meth:`chain`, for a reader served the chain's rows themselves (a personaxis
+        export, a proof): rows a saved fold vouched for are verified here first."""
+        with self._lock:
+            known = self._current(owner)
+            if known.base is not None:
+                with self.store.snapshot():
+                    self._settle(owner, known, known.tip, self._rows(owner))
+
+    def save(self) -> None:
+        """Save each owner's fold that moved since it was taken or saved (``Memory.close``)."""
+        with self._lock:
+            if self.folds is None:
+                return
+            for owner, known in list(self._known.items()):
+                if not known.checked or known.saved == known.tip or owner in self._refused:
+                    continue
+                marked = ((m, _marks(m)) for m in known.memories.values())
+                fold = SavedFold.build(known.tip, known.counts, marked, known.base)
+                if fold is not None:
+                    self.folds.save(owner, fold)
+                    known.saved = known.tip
 
     # -- what the write path calls ----------------------------------------------------------
 
@@ -110,7 +164,7 @@ class ReadCheck:
         owner: str,
         memories: Iterable[MemoryRecord],
         start: Tip,
-        exempt: frozenset[str] | set[str] = frozenset(),
+        exempt: Container[str] = frozenset(),
     ) -> None:
         """Refuse a write that read a memory the chain (at ``start``, where the write began)
         does not make; ``exempt``: memories this write itself changed. An owner this
@@ -122,6 +176,36 @@ class ReadCheck:
             for memory in memories:
                 if memory.id not in exempt:
                     self._hold(owner, known, memory, racing=False)
+
+    def wrote(self, owner: str, start: Tip, tip: Tip, written: Mapping[str, MemoryRecord]) -> None:
+        """A write of this process committed: it held the chain at ``start``, left it at
+        ``tip``, and put ``written`` (each memory it changed, as it left it). Where this
+        check knows the chain at ``start`` (or the chain was empty there), those are the
+        memories the chain makes at ``tip`` — the write made them with the fold's own
+        function from memories held against the fold (:meth:`touched`) — so they are taken
+        as they are instead of reading the rows again. An owner first met this way is
+        still held against its witness and counted at its first read."""
+        with self._lock:
+            if owner in self._refused:
+                return
+            known = self._known.get(owner)
+            if known is None:
+                if start.length:
+                    return  # not read yet: the first read verifies and folds the chain
+                known = _Known(start, {}, [0] * len(_CENSUS), checked=False)
+                self._known[owner] = known
+            if known.tip != start:
+                return  # another writer came between: the next read follows the rows
+            for memory in written.values():
+                known.change(memory)
+            known.tip = tip
+
+    def verified(self, owner: str) -> Tip | None:
+        """The tip to which this process has verified (or itself written) the owner's whole
+        chain; None for a chain taken over a saved fold, whose older rows the write path
+        still verifies before it appends to them."""
+        known = self._known.get(owner)
+        return None if known is None or known.base is not None else known.tip
 
     def forget(self, owner: str | None = None) -> None:
         """Drop what is known of an owner (or every owner), findings included: after a
@@ -142,12 +226,22 @@ class ReadCheck:
             raise refused
         known = self._known.get(owner)
         if known is None:
+            saved = None if self.folds is None else self.folds.load(owner)
             # The chain, its fold and the projection's census are read in one snapshot:
             # read apart, a write committed between them looks like a row the ledger
             # never made.
             with self.store.snapshot():
                 tip = self.store.tip(owner)
-                return self._load(owner, tip, lambda start: self.store.records(owner, start))
+                resumed = None if saved is None else self._resume(owner, saved, tip)
+                return resumed or self._load(owner, tip, self._rows(owner))
+        if not known.checked:
+            # A chain this process wrote from empty: its witness and census, once.
+            with self.store.snapshot():
+                self._catch_up(owner, known, self.store.tip(owner))
+                self._anchor(owner)
+                self._census(owner, known)
+            known.checked = True
+            return known
         self._catch_up(owner, known, self.store.tip(owner))
         return known
 
@@ -165,23 +259,88 @@ class ReadCheck:
                 " or rewritten while open",
                 state="rolled_back" if tip.length < known.tip.length else "rewritten",
             )
-        self._follow(owner, known, tip, lambda start: self.store.records(owner, start))
+        self._follow(owner, known, tip, self._rows(owner))
 
-    def _load(self, owner: str, tip: Tip, rows: Rows) -> _Known:
+    def _rows(self, owner: str) -> Rows:
+        return lambda start: self.store.records(owner, start)
+
+    def _made(self, owner: str, tip: Tip, rows: Rows) -> tuple[Tip, dict[str, MemoryRecord]]:
+        """The memories the chain makes at ``tip``, once it verifies to it."""
         # The rows up to the tip read first: a write committed meanwhile is followed later.
         records = list(islice(rows(0), tip.length))
         result = check_head(verify_records(records, owner=owner), tip.length, tip.head)
         if not result.ok:
             self._broken(owner, result, records, 0)
-        self._anchor(owner)
         try:
             made = lifecycle.fold(records, owner)
-        except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
+        except _REPLAY as exc:
             self.refuse(owner, f"the events of {owner}'s ledger do not replay ({exc})")
-        self._census(owner, made)
-        known = _Known(Tip(result.length, result.head), made)
+        return Tip(result.length, result.head), made
+
+    def _load(self, owner: str, tip: Tip, rows: Rows) -> _Known:
+        verified, made = self._made(owner, tip, rows)
+        self._anchor(owner)
+        known = _Known(verified, made, _counted(made.values()))
+        self._census(owner, known)
         self._known[owner] = known
         return known
+
+    def _settle(self, owner: str, known: _Known, tip: Tip, rows: Rows) -> None:
+        """Verify and fold the whole chain to ``tip`` into ``known``, in place (a saved
+        fold's memory not found as it saved it, a finding to name, rows to serve)."""
+        known.tip, known.memories = self._made(owner, tip, rows)
+        known.counts, known.base = _counted(known.memories.values()), None
+
+    def _resume(self, owner: str, saved: SavedFold, tip: Tip) -> _Known | None:
+        """Take the fold a previous process saved, if the chain still extends it: the entry
+        at its size carries its head, the rows since verify from it and replay on it (each
+        memory they change found in the projection as the fold has it), the witness holds
+        and the projection counts as it does. None: verify and fold the whole chain, which
+        reports what was found (docs/ledger.md, section 13)."""
+        at = saved.tip.length
+        if not at or tip.length < at or len(saved.counts) != len(_CENSUS):
+            return None
+        rows = list(islice(self.store.records(owner, at - 1), tip.length - at + 1))
+        if not rows or rows[0].seq != at - 1 or rows[0].entry.hash != saved.tip.head:
+            return None
+        new = rows[1:]
+        result = check_head(
+            verify_records(new, start_index=at, prev_hash=saved.tip.head), tip.length, tip.head
+        )
+        if not result.ok:
+            return None
+        known = _Known(saved.tip, {}, list(saved.counts), base=saved, saved=saved.tip)
+        try:
+            self._replay(owner, known, new)
+        except (_StaleError, *_REPLAY):
+            return None
+        known.tip = tip
+        self._known[owner] = known
+        self._anchor(owner)
+        self._census(owner, known)
+        return known
+
+    def _prior(self, owner: str, known: _Known, memory_id: str) -> MemoryRecord | None:
+        """The record the fold holds for a memory a later event changes: kept, or (over a
+        saved fold) the stored one when its digest is the fold's, else :class:`_StaleError`."""
+        kept = known.memories.get(memory_id)
+        if kept is not None or known.base is None:
+            return kept
+        found = known.base.find(memory_id)
+        if found is None:
+            return None
+        stored = self.store.get(owner, memory_id)
+        if stored is None or digest(stored) != found[0]:
+            raise _StaleError(memory_id)
+        return stored
+
+    def _replay(self, owner: str, known: _Known, records: list[Record]) -> None:
+        """Apply verified rows to the fold, keeping its census counts."""
+        changed = _Changes(lambda memory_id: self._prior(owner, known, memory_id))
+        for record in records:
+            lifecycle.apply(changed, record, owner)
+        for memory in changed.values():
+            known.change(memory)
 
     def _anchor(self, owner: str) -> None:
         """The chain held against its witnessed checkpoint, once per owner per process."""
@@ -205,9 +364,10 @@ class ReadCheck:
         if not result.ok:
             self._broken(owner, result, new, start)
         try:
-            for record in new:
-                lifecycle.apply(known.memories, record, owner)
-        except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
+            self._replay(owner, known, new)
+        except _StaleError:  # over a saved fold, a memory another process changed since
+            self._settle(owner, known, tip, rows)
+        except _REPLAY as exc:
             self.refuse(owner, f"the events of {owner}'s ledger do not replay ({exc})")
         known.tip = tip
 
@@ -230,16 +390,27 @@ class ReadCheck:
         made = known.memories.get(memory.id)
         if made is not None and made == memory:  # the common case, first
             return
+        if made is None and known.base is not None and known.base.holds(memory):
+            return
         if not racing:
-            self._refuse_served(owner, memory, made)
+            if known.base is not None:  # the records, not digests, decide a finding
+                self._settle(owner, known, known.tip, self._rows(owner))
+                if known.memories.get(memory.id) == memory:
+                    return
+            self._refuse_served(owner, memory, known.memories.get(memory.id))
         # A read can straddle a commit: a row read just before an edit or a forget, held
         # against the chain read just after it. Read the row again with the chain's tip in
         # one snapshot, and refuse only what the store holds now.
         with self.store.snapshot():
             tip = self.store.tip(owner)
             fresh = self.store.get(owner, memory.id)
-        self._catch_up(owner, known, tip)
-        made = known.memories.get(memory.id)
+            self._catch_up(owner, known, tip)
+            made = known.memories.get(memory.id)
+            if fresh is not None and made is None and known.base is not None:
+                if known.base.holds(fresh):
+                    return
+                self._settle(owner, known, known.tip, self._rows(owner))
+                made = known.memories.get(memory.id)
         if fresh is not None and fresh == made:
             return
         self._refuse_served(owner, memory if fresh is None else fresh, made)
@@ -256,16 +427,20 @@ class ReadCheck:
             state="projection",
         )
 
-    def _census(self, owner: str, made: Mapping[str, MemoryRecord]) -> None:
+    def _census(self, owner: str, known: _Known) -> None:
         """The stored projection counted against the fold: in all, and by each indexed
         column the reads filter on (status, retrievable, sensitivity), so a row
         inserted, deleted, moved to another owner, or changed in a column that decides
         whether it is listed or recalled at all is found before anything is served."""
+        made = known.memories
         memories = list(made.values())
-        for query, test, counted in _CENSUS:
-            expected = sum(1 for m in memories if test(m))
+        for (query, test, counted), expected in zip(_CENSUS, known.counts, strict=True):
             if self.store.count(owner, query) == expected:
                 continue
+            if known.base is not None:  # name the memory from the records of a whole fold
+                self._settle(owner, known, known.tip, self._rows(owner))
+                self._census(owner, known)
+                return
             try:  # only on a finding: name the memory (reading the rows the filter keeps)
                 ids = {m.id for m in self.store.memories(owner, query)}
             except IntegrityError as exc:
@@ -308,6 +483,8 @@ class ReadCheck:
         )
         self._refused[owner] = error
         self._known.pop(owner, None)
+        if self.folds is not None:
+            self.folds.drop(owner)  # the next process folds the chain whole, and finds it too
         raise error
 
 
@@ -334,6 +511,52 @@ def _census_filters() -> tuple[tuple[MemoryFilter, Callable[[MemoryRecord], bool
 
 _CENSUS: Final = _census_filters()
 _EVERYTHING: Final = _CENSUS[0][0]
+_TESTS: Final = tuple(enumerate(test for _, test, _ in _CENSUS))
+
+
+def _marks(memory: MemoryRecord) -> int:
+    """The census filters that keep ``memory``, one bit each (bit i: ``_CENSUS[i]``)."""
+    marks = 0
+    for index, test in _TESTS:
+        if test(memory):
+            marks |= 1 << index
+    return marks
+
+
+def _counted(memories: Iterable[MemoryRecord]) -> list[int]:
+    """How many of ``memories`` each census filter keeps."""
+    listed = list(memories)
+    return [sum(1 for m in listed if test(m)) for _, test, _ in _CENSUS]
+
+
+_REPLAY: Final = (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError)
+
+
+class _StaleError(Exception):
+    """A memory a saved fold holds was not found in the projection as the fold has it."""
+
+
+class _Changes(dict[str, MemoryRecord]):
+    """The memories a run of events changes, over the fold they start from: a look-up
+    falls through to ``look``, and what the events set is collected here (so the fold's
+    census counts are kept from what each replaced)."""
+
+    def __init__(self, look: Callable[[str], MemoryRecord | None]) -> None:
+        super().__init__()
+        self.look = look
+
+    def __missing__(self, memory_id: str) -> MemoryRecord:
+        found = self.look(memory_id)
+        if found is None:
+            raise KeyError(memory_id)
+        return found
+
+    def get(self, memory_id: str, default: Any = None) -> Any:
+        """As ``dict.get``, falling through to the fold."""
+        found = super().get(memory_id)
+        if found is None:
+            found = self.look(memory_id)
+        return default if found is None else found
 
 
 def _about(records: list[Record], at: int) -> str:
