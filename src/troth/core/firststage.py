@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, fuse
+from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, fuse, fuse_scores
 
 __all__ = ["EXPANDED", "SHORTLIST", "shortlist"]
 
@@ -46,20 +46,23 @@ def shortlist(
     when there are no more than ``keep``."""
     if len(found) <= keep:
         return list(found)
-    # Positional arguments: ~600 of these per recall, and keywords cost twice as much.
-    candidates = [
-        Candidate(
-            memory_id,
-            "",
-            "",
-            scores.get("lexical_rank"),
-            scores.get("lexical_score"),
-            scores.get("vector_rank"),
-            scores.get("vector_score"),
+    scores = list(found.values())
+    if config.fusion == "score":
+        # The fusion over the index scores as they are: no Candidate per found memory.
+        base = fuse_scores(
+            list(found),
+            [s.get("lexical_score") for s in scores],
+            [s.get("vector_score") for s in scores],
+            config,
         )
-        for memory_id, scores in found.items()
-    ]
-    base = fuse(candidates, config)
+    else:
+        base = fuse(
+            [
+                Candidate(m, "", "", s.get("lexical_rank"), None, s.get("vector_rank"))
+                for m, s in found.items()
+            ],
+            config,
+        )
     # Best first, ties by id; tuples compare in C (a key function costs a call each).
     order = [memory_id for _, memory_id in sorted((-score, m) for m, score in base.items())]
     chosen = set(order[:keep])

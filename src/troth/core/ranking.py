@@ -67,6 +67,7 @@ __all__ = [
     "assess_relevance",
     "cap_per_writer",
     "fuse",
+    "fuse_scores",
     "rank",
     "text_shape",
 ]
@@ -400,23 +401,44 @@ def _fuse(candidates: Sequence[Candidate], config: RankingConfig) -> dict[str, f
             c.memory_id: _rrf(c.lexical_rank, config.rrf_k) + _rrf(c.vector_rank, config.rrf_k)
             for c in candidates
         }
-    lexical = [c.lexical_score for c in candidates if c.lexical_score is not None]
-    vector = [c.vector_score for c in candidates if c.vector_score is not None]
+    return fuse_scores(
+        [c.memory_id for c in candidates],
+        [c.lexical_score for c in candidates],
+        [c.vector_score for c in candidates],
+        config,
+    )
+
+
+def fuse_scores(
+    ids: Sequence[str],
+    lexical_scores: Sequence[float | None],
+    vector_scores: Sequence[float | None],
+    config: RankingConfig = DEFAULT_RANKING,
+) -> dict[str, float]:
+    """Step 1's score fusion over parallel lists (``None``: not found by that index), for
+    callers that hold index scores without :class:`Candidate` values (recall's first stage
+    fuses ~900 per recall, and building a frozen candidate for each cost more than the
+    fusion). ``config.fusion`` must be ``"score"``."""
+    lexical = [s for s in lexical_scores if s is not None]
+    vector = [s for s in vector_scores if s is not None]
     best_lexical = max(lexical, default=0.0)
     normalize_vector = _vector_normalizer(vector, config.vector_normalization)
     weakest_vector = min(vector) if vector else None
+    lexical_weight, vector_weight = config.lexical_weight, config.vector_weight
     fused = {}
-    for c in candidates:
+    for memory_id, lexical_score, vector_score in zip(
+        ids, lexical_scores, vector_scores, strict=True
+    ):
         score = 0.0
-        if c.lexical_score is not None and best_lexical > 0:
-            score += config.lexical_weight * max(c.lexical_score, 0.0) / best_lexical
+        if lexical_score is not None and best_lexical > 0:
+            score += lexical_weight * max(lexical_score, 0.0) / best_lexical
         # A memory the vector index did not return is at most as similar as the weakest
         # one it did return; scoring it as that (not as zero) keeps the fusion fair when
         # the index was only read to a limited depth.
-        cosine = c.vector_score if c.vector_score is not None else weakest_vector
+        cosine = vector_score if vector_score is not None else weakest_vector
         if cosine is not None:
-            score += config.vector_weight * normalize_vector(cosine)
-        fused[c.memory_id] = score
+            score += vector_weight * normalize_vector(cosine)
+        fused[memory_id] = score
     return fused
 
 

@@ -112,16 +112,47 @@ class CachedVectors:
         """The ``k`` live rows most similar to ``query``: (rid, cosine), best first."""
         if not self.live or k < 1:
             return []
-        # einsum's own loop, on the calling thread: BLAS would spread one matrix-vector
-        # product over every core, and concurrent searches of a server then wait on each
-        # other's threads (2x slower on the 2-core machine under load, docs/benchmarks.md).
-        scores = np.einsum("ij,j->i", self.matrix[: self.size], query)
-        scores[~self.alive[: self.size]] = -np.inf
+        scores = _scores(self.matrix, self.size, query)
+        alive = self.alive[: self.size]
+        if self.live < self.size:
+            scores[~alive] = -np.inf
         k = min(k, self.count)
         top = np.argpartition(-scores, k - 1)[:k] if k < self.size else np.arange(self.size)
         # Ties break by rid so that results do not depend on insertion order.
         order = top[np.lexsort((self.rids[top], -scores[top]))]
-        return [(int(self.rids[i]), float(scores[i])) for i in order if self.alive[i]]
+        order = order[alive[order]]
+        return list(zip(self.rids[order].tolist(), scores[order].tolist(), strict=True))
+
+
+# Floats per matrix-vector product of the scan: under the size at which OpenBLAS spreads
+# one product over threads (m * n < 9,216), so every block runs on the calling thread
+# (64 rows of 128 dimensions).
+_BLOCK_FLOATS = 8192
+
+
+def _scores(matrix: Vector, size: int, query: Vector) -> Vector:
+    """``matrix[:size] @ query``, on the calling thread.
+
+    One product over the whole matrix would be spread by BLAS over every core, and a
+    server's concurrent searches then wait on each other's threads (2x slower on the
+    2-core machine under load, docs/benchmarks.md); numpy's own loop (einsum) stays on
+    the thread but reads the matrix at about half BLAS's speed. A stack of small blocks
+    is one numpy call that runs BLAS's single-threaded kernel once per block: ~4 ms for
+    100k x 128 where einsum took ~6.7 (docs/benchmarks.md, "Issue 19, speed at 100k").
+    """
+    out = np.empty(size, dtype=np.float32)
+    dimension = matrix.shape[1]
+    block = max(1, _BLOCK_FLOATS // max(dimension, 1))
+    whole = size - size % block
+    if whole:
+        np.matmul(
+            matrix[:whole].reshape(-1, block, dimension),
+            query,
+            out=out[:whole].reshape(-1, block),
+        )
+    if whole < size:
+        np.matmul(matrix[whole:size], query, out=out[whole:])
+    return out
 
 
 class VectorCache:

