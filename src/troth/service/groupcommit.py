@@ -59,6 +59,11 @@ class GroupCommit:
         #: for tests and benchmarks to read.
         self.sizes: Counter[int] = Counter()
 
+    def waiting(self, owner: str) -> int:
+        """How many writes wait behind the group being committed for ``owner``."""
+        with self._lock:
+            return len(self._queues.get(owner, ()))
+
     def append(self, owner: str, work: Work[_T]) -> _T:
         """Run ``work`` in a transaction on the owner's chain, with any that arrive with it.
 
@@ -121,7 +126,7 @@ class GroupCommit:
             # Held from the start: a group is never the one-statement write of a lone append.
             with self.ledger.writing(owner) as tx:
                 results = [waiting.work(tx) for waiting in group]
-        except Exception:  # noqa: BLE001 - rolled back whole; each write answers for itself
+        except Exception:
             for waiting in group:
                 self._alone(owner, waiting)
             return
@@ -131,6 +136,6 @@ class GroupCommit:
     def _alone(self, owner: str, waiting: _Waiting[object]) -> None:
         try:
             waiting.result = self.ledger.append(owner, waiting.work)
-        except Exception as exc:  # noqa: BLE001 - handed to the write's own caller
+        except Exception as exc:
             waiting.error = exc
         waiting.finished = True

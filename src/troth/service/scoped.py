@@ -177,6 +177,27 @@ class ScopedMemory:
         ``valid_on`` keeps memories valid on that date or time, ``as_of`` answers as the
         ledger stood then (:class:`~troth.service.recall.Query`).
         """
+        query = self.search_query(
+            text, limit=limit, kinds=kinds, tags=tags, valid_on=valid_on, as_of=as_of
+        )
+        return self._memory.recall(query)
+
+    def search_query(
+        self,
+        text: str,
+        *,
+        limit: int = 10,
+        kinds: tuple[str, ...] | None = None,
+        tags: tuple[str, ...] = (),
+        valid_on: str | None = None,
+        as_of: str | None = None,
+    ) -> Query:
+        """The recall :meth:`search` asks, checked against the grant (no store read).
+
+        Two callers whose searches give equal queries get equal answers from one ledger
+        state: the HTTP API lets searches queued together share one recall by it
+        (``adapters.shared_recall``).
+        """
         self.grant.require(READ, "search memories")
         for kind in kinds or ():
             check.choice(kind, KINDS, "kind")
@@ -191,7 +212,7 @@ class ScopedMemory:
             as_of=as_of,
             include_sensitive=self.grant.sees_sensitive,
         )
-        return self._memory.recall(query)
+        return self._memory.access.recall(query)
 
     def proposals(self, *, limit: int = 50, offset: int = 0) -> tuple[list[MemoryRecord], int]:
         """What this caller proposed that still waits for the person, newest first."""
