@@ -41,7 +41,7 @@ def _in_threads(calls: list[Callable[[], WriteResult]]) -> list[WriteResult | Ba
     def run(index: int) -> None:
         try:
             results[index] = calls[index]()
-        except BaseException as exc:
+        except BaseException as exc:  # the test reads each outcome
             results[index] = exc
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]

@@ -126,7 +126,7 @@ class GroupCommit:
             # Held from the start: a group is never the one-statement write of a lone append.
             with self.ledger.writing(owner) as tx:
                 results = [waiting.work(tx) for waiting in group]
-        except Exception:
+        except Exception:  # rolled back whole: each write now answers for itself
             for waiting in group:
                 self._alone(owner, waiting)
             return
@@ -136,6 +136,6 @@ class GroupCommit:
     def _alone(self, owner: str, waiting: _Waiting[object]) -> None:
         try:
             waiting.result = self.ledger.append(owner, waiting.work)
-        except Exception as exc:
+        except Exception as exc:  # handed to the write's own caller, raised in its thread
             waiting.error = exc
         waiting.finished = True
