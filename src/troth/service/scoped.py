@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from troth.core.access import EXPORT, READ, WRITE, Grant, not_found
 from troth.core.errors import NotFoundError
@@ -72,6 +72,16 @@ def brief_item(memory: MemoryRecord) -> dict[str, Any]:
         "flagged": memory.flagged,
         "content": memory.content,
     }
+
+
+class SearchOptions(TypedDict, total=False):
+    """What a search may narrow by (:meth:`ScopedMemory.search_query`)."""
+
+    limit: int
+    kinds: tuple[str, ...] | None
+    tags: tuple[str, ...]
+    valid_on: str | None
+    as_of: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,26 +171,14 @@ class ScopedMemory:
         items = self._memory.memories(self.owner, flt)
         return items, self._memory.count(self.owner, flt)
 
-    def search(
-        self,
-        text: str,
-        *,
-        limit: int = 10,
-        kinds: tuple[str, ...] | None = None,
-        tags: tuple[str, ...] = (),
-        valid_on: str | None = None,
-        as_of: str | None = None,
-    ) -> list[RecallHit]:
+    def search(self, text: str, **options: Unpack[SearchOptions]) -> list[RecallHit]:
         """The owner's active, retrievable memories that best answer ``text``.
 
         ``kinds`` and ``tags`` narrow the candidates (every tag must be present),
         ``valid_on`` keeps memories valid on that date or time, ``as_of`` answers as the
-        ledger stood then (:class:`~troth.service.recall.Query`).
+        ledger stood then (:class:`~troth.service.recall.Query`); ``limit`` (default 10).
         """
-        query = self.search_query(
-            text, limit=limit, kinds=kinds, tags=tags, valid_on=valid_on, as_of=as_of
-        )
-        return self._memory.recall(query)
+        return self._memory.recall(self.search_query(text, **options))
 
     def search_query(
         self,
