@@ -4,7 +4,8 @@ fails alone (service.groupcommit), on both backends."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -145,3 +146,46 @@ def test_many_concurrent_writes_all_land_once(memory: Memory, count: int) -> Non
     assert report.ok
     assert report.chain.length == count
     assert sum(size * n for size, n in memory.parts.writes.group.sizes.items()) == count
+
+
+def test_a_group_that_committed_is_not_appended_twice_when_a_step_after_fails(
+    memory: Memory,
+) -> None:
+    memory.remember("before the group", kind="fact")
+    inside, release = _held_first_write(memory)
+    store = memory.parts.writes.ledger.store
+    original = store.write
+
+    @contextmanager
+    def write(owner: str, expect: Any = None) -> Iterator[Any]:
+        with original(owner, expect) as tx:
+            before = tx.tip().length
+            yield tx
+            after = tx.tip().length
+        if after - before > 1:  # the group's transaction, committed just now
+            raise StorageError("a step after the commit failed")
+
+    store.write = write  # type: ignore[method-assign]
+    leader = threading.Thread(target=lambda: memory.remember("the leader", kind="fact"))
+    leader.start()
+    assert inside.wait(30)
+    texts = ["one", "two", "three"]
+    outcomes: list[WriteResult | BaseException] = []
+    rest = threading.Thread(
+        target=lambda: outcomes.extend(
+            _in_threads([lambda t=t: memory.remember(t, kind="fact") for t in texts])
+        )
+    )
+    rest.start()
+    _queued(memory, 3)
+    release.set()
+    leader.join(60)
+    rest.join(60)
+    assert all(isinstance(o, WriteResult) for o in outcomes), outcomes
+    assert memory.parts.writes.group.sizes[3] == 1
+    report = memory.verify(ALICE)[0]
+    assert report.ok
+    assert report.chain.length == 5  # each of the three once
+    assert sorted(m.content for m in memory.memories(ALICE)) == sorted(
+        ["before the group", "the leader", *texts]
+    )

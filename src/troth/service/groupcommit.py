@@ -26,10 +26,11 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Generic, TypeVar
 
 from troth.service.ledger import Ledger
-from troth.storage.base import Transaction
+from troth.storage.base import Tip, Transaction
 
 _T = TypeVar("_T")
 
@@ -122,16 +123,26 @@ class GroupCommit:
         if len(group) == 1:
             self._alone(owner, group[0])
             return
+        landed: Tip | None = None
         try:
             # Held from the start: a group is never the one-statement write of a lone append.
             with self.ledger.writing(owner) as tx:
                 results = [waiting.work(tx) for waiting in group]
-        except Exception:  # rolled back whole: each write now answers for itself
-            for waiting in group:
-                self._alone(owner, waiting)
-            return
+                landed = tx.tip()
+        except Exception:  # the group failed: each write now answers for itself, unless
+            if landed is None or not self._holds(owner, landed):
+                for waiting in group:
+                    self._alone(owner, waiting)
+                return
+            # ... the commit happened and something after it failed: running the writes
+            # again would append them twice; each caller gets its memory, as written.
         for waiting, result in zip(group, results, strict=True):
             waiting.result, waiting.finished = result, True
+
+    def _holds(self, owner: str, landed: Tip) -> bool:
+        """Whether the owner's chain holds the entry a group ended at (it committed)."""
+        rows = list(islice(self.ledger.store.records(owner, landed.length - 1), 1))
+        return bool(rows) and rows[0].entry.hash == landed.head
 
     def _alone(self, owner: str, waiting: _Waiting[object]) -> None:
         try:
