@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Generic, TypeVar
 
+from troth.core.errors import StorageError
 from troth.service.ledger import Ledger
 from troth.storage.base import Tip, Transaction
 
@@ -113,7 +114,10 @@ class GroupCommit:
                     del self._queues[owner]
             for waiting in group:
                 if not waiting.finished and waiting.error is None:
-                    waiting.error = RuntimeError("the write's group stopped before it committed")
+                    waiting.error = StorageError(
+                        "the write was not stored: the transaction it shared stopped before"
+                        " committing; nothing of it was written, so it can be sent again"
+                    )
                 if waiting is not first:
                     waiting.done.set()
 
