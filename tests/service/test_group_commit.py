@@ -63,23 +63,34 @@ def _queued(memory: Memory, count: int) -> None:
     raise AssertionError(f"{count} writes did not queue")
 
 
-def test_writes_arriving_together_commit_as_one_group_in_one_chain(memory: Memory) -> None:
-    memory.remember("before the group", kind="fact")
-    inside, release = _held_first_write(memory)
-    texts = [f"note {i}: likes tea" for i in range(6)]
-    calls: list[Callable[[], WriteResult]] = [
-        lambda t=t: memory.remember(t, kind="fact") for t in texts
-    ]
-    leader = threading.Thread(target=lambda: calls[0]())
-    leader.start()
+def _behind_a_held_write(
+    memory: Memory, held: tuple[threading.Event, threading.Event], leader: str, texts: list[str]
+) -> list[WriteResult | BaseException]:
+    """Write ``leader`` (held inside its transaction), queue ``texts`` behind it, release it:
+    the outcomes of ``texts``, in order."""
+    inside, release = held
+    first = threading.Thread(target=lambda: memory.remember(leader, kind="fact"))
+    first.start()
     assert inside.wait(30)
     outcomes: list[WriteResult | BaseException] = []
-    rest = threading.Thread(target=lambda: outcomes.extend(_in_threads(calls[1:])))
+    rest = threading.Thread(
+        target=lambda: outcomes.extend(
+            _in_threads([lambda t=t: memory.remember(t, kind="fact") for t in texts])
+        )
+    )
     rest.start()
-    _queued(memory, 5)
+    _queued(memory, len(texts))
     release.set()
-    leader.join(60)
+    first.join(60)
     rest.join(60)
+    return outcomes
+
+
+def test_writes_arriving_together_commit_as_one_group_in_one_chain(memory: Memory) -> None:
+    memory.remember("before the group", kind="fact")
+    held = _held_first_write(memory)
+    texts = [f"note {i}: likes tea" for i in range(6)]
+    outcomes = _behind_a_held_write(memory, held, texts[0], texts[1:])
     assert all(isinstance(o, WriteResult) for o in outcomes), outcomes
     sizes = memory.parts.writes.group.sizes
     assert sizes[5] == 1  # the five that queued behind the held write: one transaction
@@ -102,21 +113,8 @@ def test_a_failing_write_in_a_group_fails_alone_and_the_others_land(memory: Memo
         return held(tx, plan, vectors)
 
     ledger.write_plan = write_plan  # type: ignore[method-assign]
-    leader = threading.Thread(target=lambda: memory.remember("the leader", kind="fact"))
-    leader.start()
-    assert inside.wait(30)
     texts = ["good one", "the bad one", "good two"]
-    outcomes: list[WriteResult | BaseException] = []
-    rest = threading.Thread(
-        target=lambda: outcomes.extend(
-            _in_threads([lambda t=t: memory.remember(t, kind="fact") for t in texts])
-        )
-    )
-    rest.start()
-    _queued(memory, 3)
-    release.set()
-    leader.join(60)
-    rest.join(60)
+    outcomes = _behind_a_held_write(memory, (inside, release), "the leader", texts)
     by_text = dict(zip(texts, outcomes, strict=True))
     assert isinstance(by_text["the bad one"], StorageError)
     assert isinstance(by_text["good one"], WriteResult)
@@ -166,21 +164,8 @@ def test_a_group_that_committed_is_not_appended_twice_when_a_step_after_fails(
             raise StorageError("a step after the commit failed")
 
     store.write = write  # type: ignore[method-assign]
-    leader = threading.Thread(target=lambda: memory.remember("the leader", kind="fact"))
-    leader.start()
-    assert inside.wait(30)
     texts = ["one", "two", "three"]
-    outcomes: list[WriteResult | BaseException] = []
-    rest = threading.Thread(
-        target=lambda: outcomes.extend(
-            _in_threads([lambda t=t: memory.remember(t, kind="fact") for t in texts])
-        )
-    )
-    rest.start()
-    _queued(memory, 3)
-    release.set()
-    leader.join(60)
-    rest.join(60)
+    outcomes = _behind_a_held_write(memory, (inside, release), "the leader", texts)
     assert all(isinstance(o, WriteResult) for o in outcomes), outcomes
     assert memory.parts.writes.group.sizes[3] == 1
     report = memory.verify(ALICE)[0]
