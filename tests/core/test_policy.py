@@ -87,7 +87,8 @@ def test_credentials_content_is_never_stored(tmp_path: Path) -> None:
         for row in m.log():
             assert "4417" not in row.entry.content
             assert all("4417" not in text for text in row.texts.values())
-            assert "4417" not in (row.meta or "")
+            # The secrets as written: "4417" alone turns up in a random hex hash now and then.
+            assert not any(secret in (row.meta or "") for secret in ("4417-zz", "Zed-4417"))
         assert m.get(result.id).reason.startswith("not stored: ")
 
 

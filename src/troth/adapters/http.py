@@ -25,6 +25,7 @@ from starlette.concurrency import run_in_threadpool
 
 from troth.adapters.http_export import EXPORT_HEADERS, EXPORT_MEDIA_TYPE, export_response
 from troth.adapters.http_schema import Day, MemoryId, OptionalMemoryId, conform
+from troth.adapters.shared_recall import SharedRecalls
 from troth.adapters.where import Where, filtered_page
 from troth.core.access import Grant
 from troth.core.errors import (
@@ -407,6 +408,8 @@ def create_api(
     # Searches wait for a recall slot in the event loop, not in a worker thread: threads
     # parked at the facade's gate would leave none for writes (docs/api.md, Concurrency).
     recalls = recalls or anyio.CapacityLimiter(memory.max_concurrent_recalls)
+    shared = SharedRecalls(recalls)
+    app.state.shared_recalls = shared
 
     conform(app)
 
@@ -550,14 +553,12 @@ def create_api(
         """The caller's active memories that best answer ``q`` (each with the whole memory)."""
         where = Where.of(tag, agent, since, until)
         # Filters narrow the best 100 hits: asking for only ``limit`` could leave none.
-        hits = await anyio.to_thread.run_sync(
-            partial(
-                scoped.search,
-                q,
-                limit=limit if where.empty else 100,
-                kinds=tuple(kind or ()) or None,
-            ),
-            limiter=recalls,
+        wanted = limit if where.empty else 100
+        kinds_asked: tuple[str, ...] | None = tuple(kind or ()) or None
+        # Searches queued for the same recall share one run (adapters.shared_recall).
+        hits = await shared.run(
+            scoped.search_query(q, limit=wanted, kinds=kinds_asked),
+            partial(scoped.search, q, limit=wanted, kinds=kinds_asked),
         )
         kept = [h for h in hits if where.matches(h.memory)][:limit]
         return SearchOut(

@@ -207,6 +207,10 @@ class Ledger:
 
     # -- holding a chain ----------------------------------------------------------------
 
+    def in_write(self) -> bool:
+        """Whether this thread is inside a write (its appends join that transaction)."""
+        return bool(self._thread.depth)
+
     @contextmanager
     def writing(self, owner: str, expect: Tip | None = None) -> Iterator[Transaction]:
         """The owner's chain, held and verified, for appends that all land or none do.

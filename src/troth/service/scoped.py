@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from troth.core.access import EXPORT, READ, WRITE, Grant, not_found
 from troth.core.errors import NotFoundError
@@ -72,6 +72,16 @@ def brief_item(memory: MemoryRecord) -> dict[str, Any]:
         "flagged": memory.flagged,
         "content": memory.content,
     }
+
+
+class SearchOptions(TypedDict, total=False):
+    """What a search may narrow by (:meth:`ScopedMemory.search_query`)."""
+
+    limit: int
+    kinds: tuple[str, ...] | None
+    tags: tuple[str, ...]
+    valid_on: str | None
+    as_of: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +171,16 @@ class ScopedMemory:
         items = self._memory.memories(self.owner, flt)
         return items, self._memory.count(self.owner, flt)
 
-    def search(
+    def search(self, text: str, **options: Unpack[SearchOptions]) -> list[RecallHit]:
+        """The owner's active, retrievable memories that best answer ``text``.
+
+        ``kinds`` and ``tags`` narrow the candidates (every tag must be present),
+        ``valid_on`` keeps memories valid on that date or time, ``as_of`` answers as the
+        ledger stood then (:class:`~troth.service.recall.Query`); ``limit`` (default 10).
+        """
+        return self._memory.recall(self.search_query(text, **options))
+
+    def search_query(
         self,
         text: str,
         *,
@@ -170,12 +189,12 @@ class ScopedMemory:
         tags: tuple[str, ...] = (),
         valid_on: str | None = None,
         as_of: str | None = None,
-    ) -> list[RecallHit]:
-        """The owner's active, retrievable memories that best answer ``text``.
+    ) -> Query:
+        """The recall :meth:`search` asks, checked against the grant (no store read).
 
-        ``kinds`` and ``tags`` narrow the candidates (every tag must be present),
-        ``valid_on`` keeps memories valid on that date or time, ``as_of`` answers as the
-        ledger stood then (:class:`~troth.service.recall.Query`).
+        Two callers whose searches give equal queries get equal answers from one ledger
+        state: the HTTP API lets searches queued together share one recall by it
+        (``adapters.shared_recall``).
         """
         self.grant.require(READ, "search memories")
         for kind in kinds or ():
@@ -191,7 +210,7 @@ class ScopedMemory:
             as_of=as_of,
             include_sensitive=self.grant.sees_sensitive,
         )
-        return self._memory.recall(query)
+        return self._memory.access.recall(query)
 
     def proposals(self, *, limit: int = 50, offset: int = 0) -> tuple[list[MemoryRecord], int]:
         """What this caller proposed that still waits for the person, newest first."""

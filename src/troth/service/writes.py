@@ -20,6 +20,7 @@ from troth.service.admission import Admission, check_admitted_status, refuse_uns
 from troth.service.base import Parties
 from troth.service.conflicts import link_contradictions
 from troth.service.drafts import CreationPlan, Draft, WriteResult
+from troth.service.groupcommit import GroupCommit
 from troth.service.ledger import Ledger
 from troth.service.vectors import Vectors
 
@@ -34,6 +35,8 @@ class Writes:
         self.admission = admission
         self.ledger = ledger
         self.vectors = vectors
+        # Creations arriving together on one chain share a transaction (service.groupcommit).
+        self.group = GroupCommit(ledger)
 
     def decide(
         self,
@@ -253,4 +256,4 @@ class Writes:
         if plan.event.supersedes is not None:
             with self.ledger.writing(plan.owner) as tx:
                 return self.ledger.write_plan(tx, plan, vectors)
-        return self.ledger.append(plan.owner, lambda tx: self.ledger.write_plan(tx, plan, vectors))
+        return self.group.append(plan.owner, lambda tx: self.ledger.write_plan(tx, plan, vectors))
