@@ -19,7 +19,9 @@ def main() -> None:
     """Embed every turn twice and print the rates, load time and the model's size."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--embedder", default="static", help="static | minilm | onnx-minilm | MODEL_DIR")
+    parser.add_argument(
+        "--embedder", default="static", help="static | minilm | onnx-minilm | MODEL_DIR"
+    )
     args = parser.parse_args()
     conversations, _ = load_conversations(args.data)
     texts = [turn.document() for c in conversations for turn in c.turns]

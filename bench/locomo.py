@@ -705,6 +705,8 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
         TrothMethod("abl:no-session", embedder, replace(base, session_weight=0.0)),
         TrothMethod("abl:no-when", embedder, replace(base, when_weight=0.0)),
         TrothMethod("abl:no-date", embedder, replace(base, date_weight=0.0)),
+        TrothMethod("abl:no-day", embedder, replace(base, day_weight=0.0)),
+        TrothMethod("abl:day0.2", embedder, replace(base, day_weight=0.2)),
         TrothMethod("abl:no-speaker", embedder, replace(base, speaker_weight=0.0)),
         TrothMethod("abl:no-speaker-in-text", embedder, with_speaker=False),
         TrothMethod("abl:no-prefix", embedder, prefix_min_length=0),
@@ -773,7 +775,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON")
     parser.add_argument("--json", type=Path, default=None, help="write results here")
     parser.add_argument("--ablation", action="store_true", help="add the ablation variants")
-    parser.add_argument("--embedder", default="static", help="static | minilm | onnx-minilm | MODEL_DIR")
+    parser.add_argument(
+        "--embedder", default="static", help="static | minilm | onnx-minilm | MODEL_DIR"
+    )
     parser.add_argument("--methods", default=None, help="comma-separated subset of names")
     parser.add_argument(
         "--conversations",

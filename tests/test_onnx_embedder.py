@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from bench.peers.onnx_minilm import OnnxMiniLMEmbedder
 
 VOCAB = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "dog": 4, "likes": 5, "ball": 6, "##s": 7}
@@ -47,7 +46,8 @@ def test_vectors_are_unit_and_independent_of_the_batch() -> None:
     embedder = OnnxMiniLMEmbedder(session, VOCAB, batch=8)
     together = embedder.embed(["dog", "dog likes balls dog likes balls"])
     alone = embedder.embed(["dog"])
-    assert together.dtype == np.float32 and together.shape == (2, 384)
+    assert together.dtype == np.float32
+    assert together.shape == (2, 384)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
     assert np.allclose(together[0], alone[0], atol=1e-6)
     # Mean over [CLS] dog [SEP] = ids (2, 4, 3): component 0 is 3, component 1 is 1.
