@@ -2,7 +2,7 @@
 
 .venv/bin/python -m bench.embedder_speed                      # the packaged model
 .venv/bin/python -m bench.embedder_speed --embedder MODEL_DIR
-bench/.cache/venv-peers/bin/python -m bench.embedder_speed --embedder minilm
+bench/.cache/venv-peers/bin/python -m bench.embedder_speed --embedder minilm   # or onnx-minilm
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ def main() -> None:
     """Embed every turn twice and print the rates, load time and the model's size."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--embedder", default="static", help="static | minilm | MODEL_DIR")
+    parser.add_argument(
+        "--embedder", default="static", help="static | minilm | onnx-minilm | MODEL_DIR"
+    )
     args = parser.parse_args()
     conversations, _ = load_conversations(args.data)
     texts = [turn.document() for c in conversations for turn in c.turns]
@@ -34,7 +36,7 @@ def main() -> None:
     embedder.embed(texts)
     warm = time.perf_counter() - started
     folder = {"static": MODELS_DIR / DEFAULT_MODEL}.get(args.embedder)
-    if folder is None and args.embedder != "minilm":
+    if folder is None and args.embedder not in ("minilm", "onnx-minilm"):
         folder = Path(args.embedder)
     size = sum(f.stat().st_size for f in folder.iterdir()) / 1e6 if folder else float("nan")
     print(

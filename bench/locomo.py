@@ -705,6 +705,8 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
         TrothMethod("abl:no-session", embedder, replace(base, session_weight=0.0)),
         TrothMethod("abl:no-when", embedder, replace(base, when_weight=0.0)),
         TrothMethod("abl:no-date", embedder, replace(base, date_weight=0.0)),
+        TrothMethod("abl:no-day", embedder, replace(base, day_weight=0.0)),
+        TrothMethod("abl:day0.2", embedder, replace(base, day_weight=0.2)),
         TrothMethod("abl:no-speaker", embedder, replace(base, speaker_weight=0.0)),
         TrothMethod("abl:no-speaker-in-text", embedder, with_speaker=False),
         TrothMethod("abl:no-prefix", embedder, prefix_min_length=0),
@@ -716,13 +718,18 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
 
 
 def load_embedder(name: str) -> Embedder:
-    """``static`` (the packaged model), a model folder, or ``minilm`` (needs torch)."""
+    """``static`` (the packaged model), a model folder, ``minilm`` (needs torch) or
+    ``onnx-minilm`` (int8 ONNX on onnxruntime; both from bench/requirements-peers.txt)."""
     if name == "static":
         return StaticEmbedder.default()
     if name == "minilm":
         from bench.peers.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
+    if name == "onnx-minilm":
+        from bench.peers.onnx_minilm import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder()
     return StaticEmbedder(Path(name))
 
 
@@ -768,7 +775,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON")
     parser.add_argument("--json", type=Path, default=None, help="write results here")
     parser.add_argument("--ablation", action="store_true", help="add the ablation variants")
-    parser.add_argument("--embedder", default="static", help="static | minilm | MODEL_DIR")
+    parser.add_argument(
+        "--embedder", default="static", help="static | minilm | onnx-minilm | MODEL_DIR"
+    )
     parser.add_argument("--methods", default=None, help="comma-separated subset of names")
     parser.add_argument(
         "--conversations",

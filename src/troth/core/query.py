@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "CandidateLimits",
+    "NamedDay",
     "QueryAnalysis",
     "Term",
     "analyze_query",
@@ -26,6 +27,7 @@ __all__ = [
     "fts5_match_expression",
     "has_time_expression",
     "lexical_terms",
+    "named_days",
     "named_terms",
     "term_pattern",
     "tokenize",
@@ -89,6 +91,15 @@ _TIME_EXPRESSION = re.compile(
 _APOSTROPHES = "'\u2019"
 _TOKEN = re.compile(r"[^\W_]+(?:[" + _APOSTROPHES + r"][^\W_]+)*", re.UNICODE)
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
+# A calendar day a question names: "9 November, 2022", "November 9th 2022", "3 June". The
+# year is optional (then any year's day matches); abbreviated months count ("Nov 9").
+_MONTH_NAME = r"(" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
+_ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR_AFTER = r"(?:,?\s*((?:19|20)\d\d)\b)?"
+_DAY_MONTH = re.compile(
+    r"\b" + _ORDINAL + r"\s+(?:of\s+)?" + _MONTH_NAME + r"\b" + _YEAR_AFTER, re.I
+)
+_MONTH_DAY = re.compile(r"\b" + _MONTH_NAME + r"\s+" + _ORDINAL + r"\b" + _YEAR_AFTER, re.I)
 
 
 def tokenize(text: str) -> list[str]:
@@ -201,6 +212,44 @@ def candidate_limits(top_k: int, *, corpus_size: int | None = None) -> Candidate
     return CandidateLimits(lexical=depth, vector=depth)
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class NamedDay:
+    """A calendar day a query names; ``year`` is ``None`` when it gives none."""
+
+    year: int | None
+    month: int
+    day: int
+
+    def matches(self, year: int, month: int, day: int) -> bool:
+        """Whether the date ``year-month-day`` is this day."""
+        return self.month == month and self.day == day and self.year in (None, year)
+
+
+def named_days(text: str) -> tuple[NamedDay, ...]:
+    """The calendar days ``text`` names ("on 9 November, 2022", "May 3rd"), in order.
+
+    A day number that no month can have (32, 0) is not a day, nor a lower-case "may"
+    without a year (the modal verb is far commoner).
+    """
+    found: dict[NamedDay, None] = {}
+    spans = [
+        (m.start(), int(m.group(1)), m.group(2), m.group(3)) for m in _DAY_MONTH.finditer(text)
+    ]
+    spans += [
+        (m.start(), int(m.group(2)), m.group(1), m.group(3)) for m in _MONTH_DAY.finditer(text)
+    ]
+    for _, day, month_name, year in sorted(spans):
+        if month_name == "may" and not year:
+            continue  # "I may 2 ..." : lower-case "may" is a day's month only with a year
+        month = _MONTH_ABBREVIATIONS[month_name.lower().rstrip(".")[:3]]
+        if 1 <= day <= _DAYS_IN_MONTH[month - 1]:
+            found.setdefault(NamedDay(int(year) if year else None, month, day))
+    return tuple(found)
+
+
+_DAYS_IN_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
 @dataclass(frozen=True, slots=True)
 class QueryAnalysis:
     """What the ranker needs to know about a query."""
@@ -211,6 +260,7 @@ class QueryAnalysis:
     years: tuple[int, ...]
     months: tuple[int, ...]
     names: tuple[str, ...] = ()
+    days: tuple[NamedDay, ...] = ()
 
 
 def analyze_query(text: str) -> QueryAnalysis:
@@ -234,6 +284,7 @@ def analyze_query(text: str) -> QueryAnalysis:
         years=years,
         months=months,
         names=tuple(named_terms(text)),
+        days=named_days(text),
     )
 
 

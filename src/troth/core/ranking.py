@@ -16,7 +16,9 @@ The score of a candidate, in order:
    that matches the question's words.
 3. **when** — a question that asks *when* lifts memories whose text names a time
    ("yesterday", "last week", a month, a year).
-4. **date** — a question that names a month/year lifts memories created in that month.
+4. **date** — a question that names a month/year lifts memories created in that month;
+   **day** — one that names a calendar day ("on 9 November, 2022") lifts, more, the
+   memories created that day.
 5. **speaker** — a memory whose speaker the query names gets a small lift.
 6. **lifecycle** — multiplicative: importance and confidence (neutral when unknown),
    recency (only with ``now``), and a penalty for stale memories.
@@ -111,6 +113,7 @@ class RankingConfig:
     session_weight: float = 0.1
     when_weight: float = 0.1
     date_weight: float = 0.1
+    day_weight: float = 0.4
     speaker_weight: float = 0.1
     importance_weight: float = 0.2
     confidence_weight: float = 0.2
@@ -135,7 +138,7 @@ class RankingConfig:
 DEFAULT_RANKING = RankingConfig()
 
 ADDITIVE_ADJUSTMENTS = frozenset(
-    ["neighbours", "session", "when", "date", "speaker", "interaction"]
+    ["neighbours", "session", "when", "date", "day", "speaker", "interaction"]
 )
 """The adjustments :func:`rank` (and the late-interaction re-rank of
 ``troth.service.interaction``) add to the score; the others (lifecycle) multiply it."""
@@ -199,6 +202,7 @@ def rank(
     # The per-candidate work is kept to arithmetic and dictionary look-ups: a recall ranks
     # ~1,000 candidates, and the hit objects are built for the returned ones only.
     named_date = bool(config.date_weight and (analysis.years or analysis.months))
+    named_day = bool(config.day_weight and analysis.days)
     speaker_hit: dict[str, bool] = {}
     dates: dict[str, datetime | None] = {}
     scored: list[tuple[float, str, Candidate, dict[str, float], float, float]] = []
@@ -217,6 +221,9 @@ def rank(
         if named_date and _matches_named_date(candidate.created_at, analysis, dates):
             adjustments["date"] = config.date_weight
             score += config.date_weight
+        if named_day and _matches_named_day(candidate.created_at, analysis, dates):
+            adjustments["day"] = config.day_weight
+            score += config.day_weight
         speaker = candidate.speaker
         if config.speaker_weight and speaker:
             named = speaker_hit.get(speaker)
@@ -249,7 +256,7 @@ def rank(
 
 
 _Scored = tuple[float, str, "Candidate", dict[str, float], float, float]
-_ADJUSTMENT_ORDER = ("neighbours", "session", "when", "date", "speaker")
+_ADJUSTMENT_ORDER = ("neighbours", "session", "when", "date", "day", "speaker")
 
 
 def _with_when(item: _Scored, weight: float) -> _Scored:
@@ -515,6 +522,16 @@ def _matches_named_date(
     if analysis.years and created.year not in analysis.years:
         return False
     return not analysis.months or created.month in analysis.months
+
+
+def _matches_named_day(
+    created_at: str, analysis: QueryAnalysis, dates: dict[str, datetime | None]
+) -> bool:
+    # The day a memory was created (its recorded date, as stored), against each named day.
+    created = _parse_cached(created_at, dates)
+    if created is None:
+        return False
+    return any(day.matches(created.year, created.month, created.day) for day in analysis.days)
 
 
 def _lifecycle_factor(
