@@ -8,6 +8,9 @@
 - ``TROTH_DATABASE_URL`` — ``postgresql://…`` selects the PostgreSQL backend.
 - ``TROTH_SIGNING_KEY``, ``TROTH_WITNESS``, ``TROTH_LEDGER``, ``TROTH_SEALING``,
   ``TROTH_CHECKPOINT_EVERY`` — signed checkpoints: see :class:`SealingSettings`.
+- ``TROTH_SAVED_FOLDS`` — ``1`` lets a process's first read of an owner resume from the
+  read check's fold saved at the last close (bounded first read; docs/ledger.md, §13);
+  ``0``, the default, folds each owner's chain whole at a process's first read.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import platformdirs
 
@@ -57,6 +60,16 @@ if TYPE_CHECKING:
     from troth.service.sealing import CheckpointPolicy, Sealer
 
 DATABASE_NAME = "troth.db"
+_SWITCH: Final = {
+    "1": True,
+    "true": True,
+    "yes": True,
+    "on": True,
+    "0": False,
+    "false": False,
+    "no": False,
+    "off": False,
+}
 
 
 LOGIN_VARIABLES = ("LOGNAME", "USER", "LNAME", "USERNAME")
@@ -135,6 +148,7 @@ class Settings:
     policy_path: Path | None
     database_url: str | None = None
     max_concurrent_recalls: int | None = None
+    saved_folds: bool = False
 
     @classmethod
     def load(
@@ -159,12 +173,19 @@ class Settings:
                 "TROTH_MAX_CONCURRENT_RECALLS must be a whole number of at least 1;"
                 f" got {recalls!r}"
             )
+        folds = (env.get("TROTH_SAVED_FOLDS") or "0").strip().lower()
+        if folds not in _SWITCH:
+            raise InvalidInputError(
+                f"TROTH_SAVED_FOLDS must be 1 (resume the read check from a saved fold) or 0"
+                f" (fold each owner's chain whole at a process's first read); got {folds!r}"
+            )
         return cls(
             home=root.expanduser(),
             principal=who,
             policy_path=Path(policy) if policy else None,
             database_url=env.get("TROTH_DATABASE_URL") or None,
             max_concurrent_recalls=int(recalls) if recalls is not None else None,
+            saved_folds=_SWITCH[folds],
         )
 
 
@@ -190,8 +211,11 @@ def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
     sealer = build_sealer(memory, settings)
     # Reads and repairs are held against the witnessed checkpoints (docs/ledger.md, §13).
     memory.anchor(sealer.witnessed)
-    # A first read resumes from the fold the last process saved at close (§13).
-    memory.parts.check.folds = fold_files(sealer)
+    # Opted in (TROTH_SAVED_FOLDS=1): a first read resumes from the fold the last process
+    # saved at close (§13). Off by default, because over a saved fold an edit of an older
+    # chain row alone is found by the first write or `troth verify`, not the first read.
+    if settings.saved_folds:
+        memory.parts.check.folds = fold_files(sealer)
     # Exports carry the signed checkpoint they were cut at; restores are proven by it.
     memory.seal_exports_with(sealer)
     return memory

@@ -20,7 +20,7 @@ import pytest
 
 from tests.backends import connection, execute
 from tests.conftest import StepClock, facade, open_backend
-from troth.core.errors import IntegrityError
+from troth.core.errors import IntegrityError, InvalidInputError
 from troth.core.events import Record
 from troth.service.folds import FoldFiles
 from troth.service.memory import Memory
@@ -271,7 +271,9 @@ def test_over_a_saved_fold_a_chain_edit_is_refused_when_the_rows_are_served(
 def test_memory_open_saves_its_folds_outside_the_data_directory(tmp_path: Path) -> None:
     from troth.config import Settings, build_memory, build_sealer
 
-    settings = Settings.load(home=str(tmp_path / "home"), principal=ALICE)
+    settings = Settings.load(
+        home=str(tmp_path / "home"), principal=ALICE, environ={"TROTH_SAVED_FOLDS": "1"}
+    )
     with build_memory(settings) as memory:
         write(memory, 12)
         build_sealer(memory, settings).seal()  # the signing key the folds are MACed under
@@ -302,3 +304,26 @@ def test_a_write_over_a_saved_fold_still_verifies_the_older_rows(
     assert not folds.file_for(ALICE).exists()
     with pytest.raises(IntegrityError, match="broken at entry #0"):
         home.open(folds)[0].memories(ALICE)
+
+
+def test_saved_folds_are_off_unless_asked_for(tmp_path: Path) -> None:
+    from troth.config import Settings, build_memory, build_sealer
+
+    settings = Settings.load(home=str(tmp_path / "home"), principal=ALICE, environ={})
+    assert not settings.saved_folds
+    with build_memory(settings) as memory:
+        write(memory, 5)
+        build_sealer(memory, settings).seal()
+        assert len(memory.memories(ALICE)) == 5
+    assert list(tmp_path.rglob("*.fold")) == []
+    with build_memory(settings) as memory:
+        counted = Counted(memory.parts.check.store)
+        assert len(memory.memories(ALICE)) == 5
+        assert 0 in counted.starts  # the first read folds the chain from its first entry
+
+
+def test_a_saved_folds_switch_that_is_neither_on_nor_off_is_refused(tmp_path: Path) -> None:
+    from troth.config import Settings
+
+    with pytest.raises(InvalidInputError, match="TROTH_SAVED_FOLDS must be 1"):
+        Settings.load(home=str(tmp_path), principal=ALICE, environ={"TROTH_SAVED_FOLDS": "maybe"})
