@@ -412,6 +412,11 @@ def fold(records: Iterable[Record], owner: str) -> dict[str, MemoryRecord]:
     return memories
 
 
+def in_ledger_order(memories: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+    """Memories in the order their ledger created them (their id breaks a tie)."""
+    return sorted(memories, key=lambda m: (m.seq, m.id))
+
+
 def fold_memory(records: Iterable[Record], memory_id: str, owner: str) -> MemoryRecord | None:
     """One memory's state from the rows from its creation on, as :func:`fold` would give it.
 

@@ -162,8 +162,7 @@ def pages_of(memories: Sequence[MemoryRecord]) -> dict[str, tuple[MemoryRecord, 
 
 def in_order(records: Sequence[Record], owner: str) -> list[MemoryRecord]:
     """The memories ``records`` make, in ledger order: what every export is a view of."""
-    folded = lifecycle.fold(records, owner).values()
-    return sorted(folded, key=lambda m: (m.seq, m.id))
+    return lifecycle.in_ledger_order(lifecycle.fold(records, owner).values())
 
 
 def hux_bytes(memories: Sequence[MemoryRecord], *, lines: bool) -> bytes:
