@@ -374,11 +374,11 @@ class Memory:
         return self.parts.integrity.rebuild(owner)
 
     def compact(self) -> int:
-        """Finish pending erasures, then rewrite every file erased text lived in (PostgreSQL
-        ``VACUUM FULL``; SQLite a truncated WAL): the by-construction finish of erasure,
-        for a maintenance window. Returns the erasures still pending (0 when done)."""
+        """Rewrite every file erased text lived in (PostgreSQL ``VACUUM FULL``; SQLite a
+        truncated WAL), which finishes the pending erasures (no scrub runs first): the
+        by-construction finish of erasure, for a maintenance window. Returns the erasures
+        still pending (0 when done)."""
         store = self.parts.store
-        store.finish_erasures(store.erasure_wait)
         store.compact()
         return store.pending_erasures()
 

@@ -235,7 +235,9 @@ class SQLiteStore(sql.SQLReads):
 
     def compact(self) -> None:
         """Truncate the WAL so no old page image survives in it, waiting (without holding
-        the write lock) up to ``erasure_wait`` seconds for readers of older snapshots."""
+        the write lock) up to ``erasure_wait`` seconds for readers of older snapshots, and
+        finish the pending erasures (on SQLite, finishing one is this same truncation)."""
+        self._erasures.finish(self.erasure_wait)
         db = self._connection()
         deadline = time.monotonic() + self.erasure_wait
         while not self._truncate_wal(db):
