@@ -19,7 +19,7 @@ import pytest
 
 from tests.bundles import export_member
 from tests.conftest import StepClock, facade
-from tests.service.test_read_races import _in_another_thread
+from tests.processes import in_another_thread
 from troth.service.memory import Memory
 from troth.storage.sqlite import SQLiteStore
 
@@ -122,7 +122,7 @@ def test_the_export_event_lists_what_the_bytes_carry_when_a_write_comes_between(
             found = real(*args, **kwargs)
             found = list(found) if name == "records" else found
             if not raced:  # another writer commits between the export's first read and the rest
-                _in_another_thread(lambda: raced.append(other.remember("My bike is blue").id))
+                in_another_thread(lambda: raced.append(other.remember("My bike is blue").id))
             return iter(found) if name == "records" else found
 
         monkeypatch.setattr(store, name, then_a_write)
