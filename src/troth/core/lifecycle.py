@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from troth.core.chain import REDACTED_MARKER, Entry, sha256_hex
-from troth.core.errors import ConflictError, NotFoundError
+from troth.core.errors import ConflictError, InvalidInputError, NotFoundError
 from troth.core.events import Event, Record
 from troth.core.provenance import ENDORSED_FIELD, ORIGIN_FIELD, endorsed, origin_of
 from troth.core.records import (
@@ -395,6 +395,16 @@ def fold(records: Iterable[Record], owner: str) -> dict[str, MemoryRecord]:
     for record in records:
         apply(memories, record, owner)
     return memories
+
+
+def replay(records: Iterable[Record], owner: str, *, refusal: str) -> dict[str, MemoryRecord]:
+    """The fold of a verified chain that comes from elsewhere (a restore, before anything of
+    it is written); an InvalidInputError, ``refusal`` followed by why, when its events do
+    not replay."""
+    try:
+        return fold(records, owner)
+    except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"{refusal}: {exc}; nothing was restored") from exc
 
 
 def in_ledger_order(memories: Iterable[MemoryRecord]) -> list[MemoryRecord]:

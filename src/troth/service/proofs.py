@@ -17,13 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from troth.core import lifecycle, merkle
-from troth.core.errors import (
-    ConflictError,
-    FormatError,
-    IntegrityError,
-    InvalidInputError,
-    NotFoundError,
-)
+from troth.core.errors import FormatError, IntegrityError
 from troth.core.events import Record, chain_problem
 from troth.core.records import MemoryRecord
 from troth.formats import note, tlog
@@ -64,13 +58,8 @@ def verify_copy(records: Sequence[Record], owner: str) -> VerifiedCopy:
             broken_at=at,
             reason=why,
         )
-    try:
-        projection = lifecycle.fold(rows, owner)
-    except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
-        raise InvalidInputError(
-            f"the restore copy verifies but its events do not replay: {exc}; nothing was restored"
-        ) from exc
-    return VerifiedCopy(owner, rows, projection)
+    refusal = "the restore copy verifies but its events do not replay"
+    return VerifiedCopy(owner, rows, lifecycle.replay(rows, owner, refusal=refusal))
 
 
 @dataclass(frozen=True)
