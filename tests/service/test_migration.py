@@ -39,8 +39,8 @@ def fill(memory: Memory, count: int) -> None:
 def exports(memory: Memory) -> list[bytes]:
     """What an export of each owner would hand over, made without auditing it (an audited
     export appends its event, which the migrated copies would then hold)."""
-    flat = memory.parts.portability.flat_bytes
-    return [flat(fmt, owner=o)[0] for o in OWNERS for fmt in ("personaxis", "hux")]
+    cut = memory.parts.exports.cut
+    return [cut(fmt, o).result.data for o in OWNERS for fmt in ("personaxis", "hux")]
 
 
 def test_sqlite_to_postgres_to_sqlite_keeps_exports_byte_identical(

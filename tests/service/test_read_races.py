@@ -10,16 +10,10 @@ connection, as another process's would.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from tests.backends import connection, execute
-from tests.conftest import StepClock, facade, open_backend
+from tests.processes import Processes, in_another_thread
 from troth.core.errors import IntegrityError
 from troth.core.records import MemoryRecord
 from troth.service.memory import Memory
@@ -28,52 +22,20 @@ from troth.storage.base import MemoryFilter, Store
 ALICE = "human:alice"
 
 
-def _in_another_thread(work: Callable[[], Any]) -> None:
-    """Run ``work`` to completion on a thread of its own (its own connection)."""
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # surfaced below
-            failed.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert not failed, failed
-
-
-@pytest.fixture
-def url(backend: str, request: pytest.FixtureRequest) -> str | None:
-    return request.getfixturevalue("pg_url") if backend == "postgres" else None
-
-
-@contextmanager
-def _tea_and_a_reader(
-    backend: str, home: Path, url: str | None, clock: StepClock
-) -> Iterator[tuple[Memory, MemoryRecord, Store, Memory]]:
+def _tea_and_a_reader(processes: Processes) -> tuple[Memory, MemoryRecord, Store, Memory]:
     """A writer that kept one memory, and a second process's store and facade that read it."""
-    writer = facade(open_backend(backend, home, url), clock=clock)
+    writer = processes.open()
     kept = writer.remember("Alice drinks green tea").memory
     assert kept is not None
-    store = open_backend(backend, home, url)
-    reader = facade(store, clock=clock)
-    try:
-        yield writer, kept, store, reader
-    finally:
-        reader.close()
-        writer.close()
+    store = processes.store()
+    return writer, kept, store, processes.open(store)
 
 
 def test_a_first_read_while_another_writer_commits_serves_and_then_follows(
-    backend: str, home: Path, url: str | None, clock: StepClock
+    processes: Processes,
 ) -> None:
-    writer = facade(open_backend(backend, home, url), clock=clock)
-    for n in range(5):
-        writer.remember(f"Alice's note number {n}")
-    store = open_backend(backend, home, url)  # a second process's store
+    writer = processes.wrote(5, "Alice's note number {n}")
+    store = processes.store()  # a second process's store
     counted = store.count
     calls = 0
 
@@ -82,62 +44,54 @@ def test_a_first_read_while_another_writer_commits_serves_and_then_follows(
         nonlocal calls
         calls += 1
         if calls == 1:
-            _in_another_thread(lambda: writer.remember("written while the reader folds"))
+            in_another_thread(lambda: writer.remember("written while the reader folds"))
         return counted(owner, query)
 
     store.count = count_while_another_commits  # type: ignore[method-assign]
-    reader = facade(store, clock=clock)
-    try:
-        first = reader.memories(ALICE)
-        assert calls > 0, "the census did not run, so the race was not made"
-        assert len(first) in (5, 6)
-        after = [m.content for m in reader.memories(ALICE)]
-        assert "written while the reader folds" in after
-        assert len(after) == 6
-        reader.remember("and the reader still writes")
-    finally:
-        reader.close()
-        writer.close()
+    reader = processes.open(store)
+    first = reader.memories(ALICE)
+    assert calls > 0, "the census did not run, so the race was not made"
+    assert len(first) in (5, 6)
+    after = [m.content for m in reader.memories(ALICE)]
+    assert "written while the reader folds" in after
+    assert len(after) == 6
+    reader.remember("and the reader still writes")
 
 
-def test_a_row_read_just_before_an_edit_is_not_a_finding(
-    backend: str, home: Path, url: str | None, clock: StepClock
-) -> None:
-    with _tea_and_a_reader(backend, home, url, clock) as (writer, kept, store, reader):
-        assert [m.id for m in reader.memories(ALICE)] == [kept.id]  # the owner is verified
-        listed = store.memories
-        raced = False
+def test_a_row_read_just_before_an_edit_is_not_a_finding(processes: Processes) -> None:
+    writer, kept, store, reader = _tea_and_a_reader(processes)
+    assert [m.id for m in reader.memories(ALICE)] == [kept.id]  # the owner is verified
+    listed = store.memories
+    raced = False
 
-        def rows_then_an_edit(owner: str, query: MemoryFilter) -> list[MemoryRecord]:
-            # The rows are read; then, before the read path holds them against the chain,
-            # another writer supersedes the memory (its row leaves retrieval).
-            nonlocal raced
-            rows = listed(owner, query)
-            if not raced:
-                raced = True
-                _in_another_thread(lambda: writer.edit(kept.id, "Alice drinks black tea"))
-            return rows
+    def rows_then_an_edit(owner: str, query: MemoryFilter) -> list[MemoryRecord]:
+        # The rows are read; then, before the read path holds them against the chain,
+        # another writer supersedes the memory (its row leaves retrieval).
+        nonlocal raced
+        rows = listed(owner, query)
+        if not raced:
+            raced = True
+            in_another_thread(lambda: writer.edit(kept.id, "Alice drinks black tea"))
+        return rows
 
-        store.memories = rows_then_an_edit  # type: ignore[method-assign]
-        served = reader.memories(ALICE)
-        assert raced
-        assert [m.content for m in served] == ["Alice drinks green tea"]  # as read, a moment old
-        now = {m.content: m.status for m in reader.memories(ALICE)}
-        assert "Alice drinks black tea" in now
-        reader.remember("and the reader still writes")
+    store.memories = rows_then_an_edit  # type: ignore[method-assign]
+    served = reader.memories(ALICE)
+    assert raced
+    assert [m.content for m in served] == ["Alice drinks green tea"]  # as read, a moment old
+    now = {m.content: m.status for m in reader.memories(ALICE)}
+    assert "Alice drinks black tea" in now
+    reader.remember("and the reader still writes")
 
 
-def test_a_row_changed_behind_the_programs_back_is_still_refused(
-    backend: str, home: Path, url: str | None, clock: StepClock
-) -> None:
+def test_a_row_changed_behind_the_programs_back_is_still_refused(processes: Processes) -> None:
     """The re-read is no loophole: a row that differs from the chain now is refused."""
-    with _tea_and_a_reader(backend, home, url, clock) as (_, kept, _store, reader):
-        assert len(reader.memories(ALICE)) == 1
-        raw = open_backend(backend, home, url)
-        [(doc,)] = execute(raw, "SELECT doc FROM memories WHERE id = ?", (kept.id,)).fetchall()
-        planted = str(doc).replace("green tea", "planted tea")
-        execute(raw, "UPDATE memories SET doc = ? WHERE id = ?", (planted, kept.id))
-        connection(raw).commit()
-        raw.close()
-        with pytest.raises(IntegrityError, match=f"memory {kept.id} as stored for {ALICE}"):
-            reader.memories(ALICE)
+    _, kept, _store, reader = _tea_and_a_reader(processes)
+    assert len(reader.memories(ALICE)) == 1
+    raw = processes.store()
+    [(doc,)] = execute(raw, "SELECT doc FROM memories WHERE id = ?", (kept.id,)).fetchall()
+    planted = str(doc).replace("green tea", "planted tea")
+    execute(raw, "UPDATE memories SET doc = ? WHERE id = ?", (planted, kept.id))
+    connection(raw).commit()
+    raw.close()
+    with pytest.raises(IntegrityError, match=f"memory {kept.id} as stored for {ALICE}"):
+        reader.memories(ALICE)

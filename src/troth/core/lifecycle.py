@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from troth.core.chain import REDACTED_MARKER, Entry, sha256_hex
-from troth.core.errors import ConflictError, NotFoundError
+from troth.core.errors import ConflictError, InvalidInputError, NotFoundError
 from troth.core.events import Event, Record
 from troth.core.provenance import ENDORSED_FIELD, ORIGIN_FIELD, endorsed, origin_of
 from troth.core.records import (
@@ -85,34 +85,33 @@ def split_free_text(
     return kept, erasable
 
 
-def _free_text(event: Event, name: str, default: Any = None) -> Any:
-    """A free-text field of a creation: from its texts (``default`` once erased), else
-    from its fields as they were written."""
-    if name not in event.texts:
-        return event.fields.get(name, default)
-    value = event.texts[name]
-    if value == REDACTED_MARKER:
-        return default
-    return json.loads(value) if name in JSON_FIELDS else value
-
-
 _GLOBAL: Final[Mapping[str, Any]] = {"level": "global"}
 
 
-def _scope(event: Event) -> Scope:
-    scope = dict(event.fields.get("scope", _GLOBAL))
-    if SCOPE_TEXT in event.texts:
-        text = event.texts[SCOPE_TEXT]
-        scope["scope_id"] = ERASED_SCOPE_ID if text == REDACTED_MARKER else text
-    return Scope(**scope)
+def _with_texts(event: Event) -> Mapping[str, Any]:
+    """A creation's fields with its free texts put back where they were split from
+    (:func:`split_free_text`): what the memory's free-text fields are read from.
 
-
-def _tags(event: Event) -> tuple[str, ...]:
-    """A creation's tags: those typed (texts, or fields before), then the ones troth sets."""
-    typed = tuple(_free_text(event, "tags", ()))
-    if "tags" not in event.texts:
-        return typed
-    return (*typed, *event.fields.get("tags", ()))
+    A text takes the place of the field of its name; an erased one leaves it unset (its
+    default); the scope's id joins its level; typed tags come before the ones troth sets.
+    """
+    fields, texts = event.fields, event.texts
+    merged = dict(fields)
+    for name in (*TEXT_FIELDS, *JSON_FIELDS):
+        if name not in texts:
+            continue
+        value = texts[name]
+        if value == REDACTED_MARKER:
+            merged.pop(name, None)
+        else:
+            merged[name] = json.loads(value) if name in JSON_FIELDS else value
+    if "tags" in texts:
+        merged["tags"] = (*merged.get("tags", ()), *fields.get("tags", ()))
+    if SCOPE_TEXT in texts:
+        text = texts[SCOPE_TEXT]
+        scope_id = ERASED_SCOPE_ID if text == REDACTED_MARKER else text
+        merged["scope"] = {**fields.get("scope", _GLOBAL), "scope_id": scope_id}
+    return merged
 
 
 def check_transition(memory: MemoryRecord, event: str) -> None:
@@ -146,23 +145,9 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
     # in the chain sets the memory's own ``redacted`` flag.
     content = "" if status == "no_store" or entry.redacted else entry.content
     redacted = False
-    if _FREE_TEXTS.isdisjoint(texts):
-        # No free text among the texts (most creations: a reason, perhaps a title): each is
-        # read from the fields, as ``_free_text``, ``_scope`` and ``_tags`` would read it,
-        # without their five calls on every write.
-        scope = Scope(**f.get("scope", _GLOBAL))
-        session, evidence, path = f.get("session"), f.get("evidence"), f.get("path")
-        tags = tuple(f.get("tags", ()))
-        extra = f.get("extra", {})
-    else:
-        scope = _scope(event)
-        session, evidence, path = (
-            _free_text(event, "session"),
-            _free_text(event, "evidence"),
-            _free_text(event, "path"),
-        )
-        tags = _tags(event)
-        extra = _free_text(event, "extra", {})
+    # Most creations hold no free text among their texts (a reason, perhaps a title): their
+    # fields are read as they are, without building the merged copy.
+    free = f if _FREE_TEXTS.isdisjoint(texts) else _with_texts(event)
     return MemoryRecord(
         id=event.memory,
         owner=owner,
@@ -174,20 +159,20 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         reason=texts.get("reason", REDACTED_MARKER),
         created_at=entry.ts,
         updated_at=entry.ts,
-        scope=scope,
+        scope=Scope(**free.get("scope", _GLOBAL)),
         kind=f.get("kind", "fact"),
         sensitivity=f.get("sensitivity", "normal"),
         topic=f.get("topic", "general"),
         ttl=TTL(**f.get("ttl", {"policy": "never"})),
         on_behalf_of=event.on_behalf_of,
-        session=session,
-        evidence=evidence,
+        session=free.get("session"),
+        evidence=free.get("evidence"),
         audit=tuple(audit),
         supersedes=event.supersedes,
         retrievable=status == "active",
         revision=1,
         title="" if entry.redacted else texts.get("title", ""),
-        tags=tags,
+        tags=tuple(free.get("tags", ())),
         confidence=f.get("confidence"),
         importance=f.get("importance"),
         valid_from=f.get("valid_from"),
@@ -196,7 +181,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         relations=tuple(Relation(**r) for r in f.get("relations", ())),
         lifecycle=f.get("lifecycle", "active"),
         partition=f.get("partition", "default"),
-        path=path,
+        path=free.get("path"),
         page_type=f.get("page_type"),
         derived_from=tuple(f.get("derived_from", ())),
         flagged=bool(f.get("flagged", False)),
@@ -206,7 +191,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         # the writer of that origin, and who vouched for the text, are committed fields.
         origin=origin_of(f) if ORIGIN_FIELD in f else "",
         endorsed_by=tuple(f.get(ENDORSED_FIELD, ())),
-        extra=extra,
+        extra=free.get("extra", {}),
         stamps=f.get("stamps", {}),
         entry_hash=entry.hash,
         seq=seq,
@@ -410,6 +395,21 @@ def fold(records: Iterable[Record], owner: str) -> dict[str, MemoryRecord]:
     for record in records:
         apply(memories, record, owner)
     return memories
+
+
+def replay(records: Iterable[Record], owner: str, *, refusal: str) -> dict[str, MemoryRecord]:
+    """The fold of a verified chain that comes from elsewhere (a restore, before anything of
+    it is written); an InvalidInputError, ``refusal`` followed by why, when its events do
+    not replay."""
+    try:
+        return fold(records, owner)
+    except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"{refusal}: {exc}; nothing was restored") from exc
+
+
+def in_ledger_order(memories: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+    """Memories in the order their ledger created them (their id breaks a tie)."""
+    return sorted(memories, key=lambda m: (m.seq, m.id))
 
 
 def fold_memory(records: Iterable[Record], memory_id: str, owner: str) -> MemoryRecord | None:

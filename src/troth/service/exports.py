@@ -1,7 +1,10 @@
 """What every surface hands out when it exports: one verb makes the bytes, names and proof.
 
 An export (docs/formats.md, "Exports carry their proof") is cut from one read of an owner's
-rows, with the proof it carries:
+rows, with the proof it carries. Its view is the fold of those rows (a HUX export's records,
+a PCP archive's pages), never the stored projection: the rows are what the checkpoint signs
+and what a restore folds again to check the view (``service/returns.py``), and one read
+makes the bytes, the copy and the memories the ``export`` event lists agree:
 
 - ``pcp``: the archive, its restore copy and signed checkpoint inside it (``troth/…``);
 - ``personaxis``, ``hux``: the file, with its restore copy and checkpoint beside it
@@ -9,7 +12,8 @@ rows, with the proof it carries:
   in a zip, a *bundle* (:func:`troth.formats.ledger_copy.bundle`).
 
 :meth:`Exports.export_to` writes an export to a path (``troth export``); a ``.zip`` path
-for a personaxis or HUX export gets its bundle. :meth:`Exports.hand_out` is what
+for a personaxis or HUX export gets its bundle. :meth:`Exports.export_bytes` is the same
+personaxis or HUX file as bytes, without its proof (``Memory.export``). :meth:`Exports.hand_out` is what
 ``GET /api/export`` and the review page's download serve: the same bytes ``troth export -o
 NAME.zip`` writes for the same format and owner at the same tip (a PCP archive's export
 instant aside: the moment it is made, unless ``at`` names one). Each is audited by one
@@ -20,7 +24,7 @@ event's sha256 is of the export file itself (a bundle's export member).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Final
@@ -136,6 +140,20 @@ class Exports:
             ledger_copy.encode(whose, records),
             _stamp(records[-1].entry.ts if records else None),
         )
+
+    def export_bytes(self, fmt: str, *, owner: str, actor: str | None = None) -> ExportResult:
+        """``owner``'s ledger as personaxis JSONL, or its memories as HUX (``hux-jsonl``: as
+        JSON Lines), the bytes alone, without their proof: the file :meth:`export_to` writes
+        for the same format at the same tip. Audited (the ``export`` event by ``actor``)
+        before the bytes are returned."""
+        if fmt not in ("personaxis", "hux", "hux-jsonl"):
+            raise InvalidInputError(
+                f"unknown export format {fmt!r}; use personaxis or hux", field="format"
+            )
+        cut = self.cut("hux" if fmt == "hux-jsonl" else fmt, owner, lines=fmt == "hux-jsonl")
+        result = replace(cut.result, format=fmt)
+        self.portability.record_export(result, owner=owner, memory_ids=cut.ids, actor=actor)
+        return result
 
     def one_file(self, cut: Cut, whose: str) -> ExportFile:
         """A cut as one file: a PCP archive as it is, a flat export as its bundle."""

@@ -223,13 +223,8 @@ class Integrity:
                 broken_at=at,
                 reason=why,
             )
-        try:
-            projection = lifecycle.fold(records, whose)
-        except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
-            raise InvalidInputError(
-                f"the chain verifies but its troth events do not replay: {exc};"
-                " nothing was restored",
-            ) from exc
+        refusal = "the chain verifies but its troth events do not replay"
+        projection = lifecycle.replay(records, whose, refusal=refusal)
         with self.store.write(whose) as tx:
             tip = tx.tip()
             if tip.length:

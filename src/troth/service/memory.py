@@ -9,7 +9,7 @@ that does (``service/compose.py`` wires them, and draws the map):
 - ``retention.py``: sweep;
 - ``integrity.py``: verify, rebuild, restore_chain, reanchor (``vectors.py``: reindex);
 - ``reads.py``: get, memories, log, may_justify, recall;
-- ``portability.py``: export, import_path; ``exports.py``: export_to, export_file;
+- ``portability.py``: import_path; ``exports.py``: export, export_to, export_file;
 - ``checkpoints.py``: handle_checkpoint;
 - ``migration.py``: migrate; ``tokens.py``: tokens.
 
@@ -375,11 +375,11 @@ class Memory:
         return self.parts.integrity.rebuild(owner)
 
     def compact(self) -> int:
-        """Finish pending erasures, then rewrite every file erased text lived in (PostgreSQL
-        ``VACUUM FULL``; SQLite a truncated WAL): the by-construction finish of erasure,
-        for a maintenance window. Returns the erasures still pending (0 when done)."""
+        """Rewrite every file erased text lived in (PostgreSQL ``VACUUM FULL``; SQLite a
+        truncated WAL), which finishes the pending erasures (no scrub runs first): the
+        by-construction finish of erasure, for a maintenance window. Returns the erasures
+        still pending (0 when done)."""
         store = self.parts.store
-        store.finish_erasures(store.erasure_wait)
         store.compact()
         return store.pending_erasures()
 
@@ -459,7 +459,7 @@ class Memory:
         event by ``actor`` (default: this facade's principal) is appended before the bytes
         are returned, as for :meth:`export_to`."""
         whose = self.access.exportable(owner)
-        result = self.parts.portability.export(fmt, owner=whose, actor=actor)
+        result = self.parts.exports.export_bytes(fmt, owner=whose, actor=actor)
         return result.data, result.items
 
     def export_file(

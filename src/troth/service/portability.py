@@ -13,8 +13,8 @@ Two ways in:
 
 Every export a surface hands out carries its proof (docs/formats.md): the restore copy of
 the rows it was made from (``formats/ledger_copy.py``) and, with a sealer attached, the
-signed checkpoint of those rows. ``service/exports.py`` makes those exports from the views
-here; :meth:`Portability.export` is the bare bytes, for a library caller.
+signed checkpoint of those rows. ``service/exports.py`` makes those exports (the bare bytes,
+for a library caller, too) from the views here.
 
 A run reads and checks its whole input first: any defect (bad JSON or YAML, a broken chain,
 a path that climbs out, a bomb, a checksum) is a FormatError naming the file and line, and
@@ -46,7 +46,7 @@ from troth.core.errors import (
 from troth.core.events import Event, Record
 from troth.core.records import MemoryRecord, check_principal
 from troth.core.versions import VERSION
-from troth.formats import archive, hux, ledger_copy, pcp, personaxis, registry
+from troth.formats import archive, hux, ledger_copy, pcp, registry
 from troth.formats.registry import Item, Refusal
 from troth.service import validation as check
 from troth.service.admission import Admission, check_admitted_status, refuse_unstored
@@ -56,7 +56,6 @@ from troth.service.integrity import Integrity
 from troth.service.ledger import Ledger
 from troth.service.proofs import Proofs
 from troth.service.provenance import imported
-from troth.storage.base import MemoryFilter
 
 MODES: Final = ("import", "restore")
 EXPORT_FORMATS: Final = ("pcp", "personaxis", "hux")
@@ -162,8 +161,7 @@ def pages_of(memories: Sequence[MemoryRecord]) -> dict[str, tuple[MemoryRecord, 
 
 def in_order(records: Sequence[Record], owner: str) -> list[MemoryRecord]:
     """The memories ``records`` make, in ledger order: what every export is a view of."""
-    folded = lifecycle.fold(records, owner).values()
-    return sorted(folded, key=lambda m: (m.seq, m.id))
+    return lifecycle.in_ledger_order(lifecycle.fold(records, owner).values())
 
 
 def hux_bytes(memories: Sequence[MemoryRecord], *, lines: bool) -> bytes:
@@ -310,31 +308,6 @@ class Portability:
     def _owner(self, owner: str | None) -> str:
         return check_principal(owner, "owner") if owner is not None else self.parties.principal
 
-    def flat_bytes(self, fmt: str, *, owner: str | None = None) -> tuple[bytes, int]:
-        """An owner's ledger as personaxis JSONL, or its memories as HUX records; not audited
-        (:meth:`export` is the verb that audits it)."""
-        whose = self.parties.owner(owner, self.parties.principal)
-        if fmt == "personaxis":
-            entries = [r.entry for r in self.store.records(whose)]
-            return personaxis.encode(entries), len(entries)
-        if fmt in ("hux", "hux-jsonl"):
-            items = self.store.memories(whose, MemoryFilter())
-            return hux.encode(reversed(items), lines=fmt == "hux-jsonl"), len(items)
-        raise InvalidInputError(
-            f"unknown export format {fmt!r}; use personaxis or hux", field="format"
-        )
-
-    def export(
-        self, fmt: str, *, owner: str | None = None, actor: str | None = None
-    ) -> ExportResult:
-        """An owner's ledger (personaxis) or memories (HUX, ``hux-jsonl`` as JSON Lines) as
-        bytes, audited: the ``export`` event naming ``actor`` (default: the facade's
-        principal) is appended before the bytes are handed over."""
-        whose = self.parties.owner(owner, self.parties.principal)
-        result, ids = self._flat(fmt, whose)
-        self.record_export(result, owner=whose, memory_ids=ids, actor=actor)
-        return result
-
     def pcp_files(
         self, *, owner: str | None = None, at: datetime | None = None, proof: bool = True
     ) -> tuple[dict[str, bytes], tuple[str, ...], tuple[dict[str, Any], ...]]:
@@ -457,15 +430,6 @@ class Portability:
         result, ids, _files = self.archive_bytes(whose, at, container)
         self.record_export(result, owner=whose, memory_ids=ids)
         return result
-
-    def _flat(
-        self, fmt: str, whose: str, *, lines: bool = False
-    ) -> tuple[ExportResult, tuple[str, ...]]:
-        """A personaxis or HUX export (HUX as JSON Lines with ``lines``) and the memory ids it
-        speaks for; an unknown format is refused by ``Memory.export``."""
-        ids = tuple(sorted(self.store.projection(whose)))
-        data, count = self.flat_bytes("hux-jsonl" if lines else fmt, owner=whose)
-        return ExportResult(fmt, data, count), ids
 
     def _keys(self, owner: str) -> set[tuple[str, str]]:
         """The idempotency keys already in an owner's projection."""

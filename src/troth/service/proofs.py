@@ -13,25 +13,65 @@ verbatim; anything else comes in as an import (docs/formats.md, "Restore and its
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from troth.core import merkle
+from troth.core import lifecycle, merkle
 from troth.core.errors import FormatError, IntegrityError
 from troth.core.events import Record, chain_problem
+from troth.core.records import MemoryRecord
 from troth.formats import note, tlog
 from troth.formats.ledger_copy import LedgerCopy
 from troth.service.sealing import Sealer
 
 
 @dataclass(frozen=True)
+class VerifiedCopy:
+    """A restore copy's rows, numbered from 0, once they verify, and the memories they fold to.
+
+    Made only by :func:`verify_copy`, so a restore verifies and folds its copy once: the
+    check of the export's view and the restore's writes both take it from here.
+    """
+
+    owner: str
+    rows: tuple[Record, ...]
+    projection: Mapping[str, MemoryRecord]
+
+    def in_order(self) -> list[MemoryRecord]:
+        """The memories in ledger order: what every export is a view of."""
+        return lifecycle.in_ledger_order(self.projection.values())
+
+
+def verify_copy(records: Sequence[Record], owner: str) -> VerifiedCopy:
+    """``owner``'s rows renumbered from 0, once the chain and every row's metadata verify,
+    with their fold.
+
+    An IntegrityError (``broken_at``, ``reason``) names the first row that does not verify;
+    an InvalidInputError says the chain verifies but its events do not replay.
+    """
+    rows = tuple(Record(i, r.entry, r.meta, dict(r.texts)) for i, r in enumerate(records))
+    problem = chain_problem(rows)
+    if problem is not None:
+        at, why = problem
+        raise IntegrityError(
+            f"entry #{at} of the restore copy does not verify ({why}); nothing was restored",
+            broken_at=at,
+            reason=why,
+        )
+    refusal = "the restore copy verifies but its events do not replay"
+    return VerifiedCopy(owner, rows, lifecycle.replay(rows, owner, refusal=refusal))
+
+
+@dataclass(frozen=True)
 class Origin:
-    """Whether an export's origin is proven, and the sentence that says why (or why not)."""
+    """Whether an export's origin is proven, and the sentence that says why (or why not);
+    a proven one carries its copy, verified and folded."""
 
     proven: bool
     reason: str
     checkpoint: tlog.Checkpoint | None = None
     signed_by: tuple[str, ...] = ()
+    copy: VerifiedCopy | None = None
 
 
 def origin_owner(origin: str) -> str:
@@ -93,7 +133,11 @@ class Proofs:
     def origin(
         self, copy: LedgerCopy | None, checkpoint: bytes | None, *, owner: str, where: str
     ) -> Origin:
-        """Whether an export's restore copy is proven to be ``owner``'s ledger as signed."""
+        """Whether an export's restore copy is proven to be ``owner``'s ledger as signed.
+
+        A copy whose chain verifies but whose events do not replay is refused with an
+        InvalidInputError: it is signed, so it is no import either.
+        """
         if copy is None:
             return Origin(False, f"{where} carries no restore copy of a troth ledger")
         if checkpoint is None:
@@ -119,10 +163,12 @@ class Proofs:
         if problem is not None:
             return Origin(False, problem, opened)
         # The root commits to each entry's content_hash: the texts and metadata must match too.
-        broken = chain_problem(copy.records)  # the copy's rows are numbered from 0
-        if broken is not None:
-            at, why = broken
+        try:
+            verified = verify_copy(copy.records, owner)
+        except IntegrityError as exc:
+            at, why = exc.details["broken_at"], exc.details["reason"]
             return Origin(
                 False, f"the restore copy in {where} does not verify at entry #{at} ({why})", opened
             )
-        return Origin(True, f"signed checkpoint of {opened.size} entries verifies", opened)
+        reason = f"signed checkpoint of {opened.size} entries verifies"
+        return Origin(True, reason, opened, copy=verified)

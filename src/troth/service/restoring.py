@@ -14,14 +14,13 @@ that builds every projection. Restoring it compares it with the chain already th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from troth.core import lifecycle
-from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, NotFoundError
-from troth.core.events import Record, chain_problem
+from troth.core.errors import ConflictError
 from troth.service.base import Parties
 from troth.service.ledger import Ledger
+from troth.service.proofs import VerifiedCopy
 from troth.service.vectors import Vectors
 
 
@@ -35,20 +34,6 @@ class Restored:
     erased: int = 0
 
 
-def _checked(records: Sequence[Record]) -> list[Record]:
-    """The rows renumbered from 0, once the chain and every row's metadata verify."""
-    rows = [Record(i, r.entry, r.meta, dict(r.texts)) for i, r in enumerate(records)]
-    problem = chain_problem(rows)
-    if problem is not None:
-        at, why = problem
-        raise IntegrityError(
-            f"entry #{at} of the restore copy does not verify ({why}); nothing was restored",
-            broken_at=at,
-            reason=why,
-        )
-    return rows
-
-
 class Restorer:
     """Writes a verified chain into an owner's ledger: all of what is missing, or nothing."""
 
@@ -58,16 +43,13 @@ class Restorer:
         self.ledger = ledger
         self.vectors = vectors
 
-    def restore(self, owner: str, records: Sequence[Record]) -> Restored:
-        """Bring ``owner``'s ledger up to ``records`` (see the module's cases)."""
-        rows = _checked(records)
-        try:
-            projection = lifecycle.fold(rows, owner)
-        except (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError) as exc:
-            raise InvalidInputError(
-                f"the restore copy verifies but its events do not replay: {exc};"
-                " nothing was restored"
-            ) from exc
+    def restore(self, copy: VerifiedCopy) -> Restored:
+        """Bring its owner's ledger up to ``copy`` (see the module's cases).
+
+        The copy was verified and folded once, for its owner, when its origin was proven
+        (:func:`troth.service.proofs.verify_copy`); it is not checked again here.
+        """
+        owner, rows, projection = copy.owner, list(copy.rows), copy.projection
         out = Restored()
         with self.store.write(owner) as tx:
             held = list(tx.records(0))

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -77,12 +77,20 @@ def _flat_format(fmt: str | None, data: bytes, name: str, beside: LedgerCopy | N
     return registry.get(fmt).name if fmt else registry.detect(data, name).name
 
 
-def carried(path: Path, data: bytes, fmt: str | None = None) -> Carried:
+def carried(
+    path: Path,
+    data: bytes,
+    fmt: str | None = None,
+    *,
+    files: Mapping[str, bytes] | None = None,
+) -> Carried:
     """The format of ``data`` (read from ``path``) and the proof it carries or has beside it:
     inside a PCP archive or a bundle (a zip of a flat export and its two files), or beside
-    a personaxis or HUX file."""
+    a personaxis or HUX file. ``files``: the members of ``data``, when it was unzipped
+    already."""
     if fmt in (None, "pcp", "personaxis", "hux") and data.startswith(archive.ZIP_MAGIC):
-        files = archive.read(data, where=path.name)
+        if files is None:
+            files = archive.read(data, where=path.name)
         held = None if fmt == "pcp" else ledger_copy.unbundle(files)
         if held is not None:
             where = f"{path.name}:{held.name}"
@@ -105,14 +113,16 @@ def _archived(path: Path, data: bytes, files: Mapping[str, bytes]) -> Carried:
     return Carried("pcp", data, copy, files.get(ledger_copy.ARCHIVE_CHECKPOINT), files)
 
 
-def _same_view(found: Carried, records: tuple[Record, ...], owner: str) -> str | None:
-    """Why the file is not the view its restore copy makes (None when it is)."""
+def _same_view(
+    found: Carried, records: Sequence[Record], memories: Sequence[MemoryRecord]
+) -> str | None:
+    """Why the file is not the view its restore copy (``records``, which fold to
+    ``memories`` in ledger order) makes; None when it is."""
     if found.format == "personaxis":
         lines = personaxis.decode(found.data)
         if [e.to_line() for e in lines] != [r.entry.to_line() for r in records]:
             return "its lines are not the entries of its restore copy"
         return None
-    memories = in_order(records, owner)
     if found.format == "hux":
         if found.data not in (hux_bytes(memories, lines=False), hux_bytes(memories, lines=True)):
             return "its HUX records are not the memories its restore copy makes"
@@ -189,9 +199,9 @@ class Returns:
     def origin(self, found: Carried, *, owner: str, where: str) -> Origin:
         """Whether ``found`` is proven to be ``owner``'s ledger, its view included."""
         proven = self.portability.proofs.origin(found.copy, found.note, owner=owner, where=where)
-        if not proven.proven or found.copy is None:
+        if not proven.proven or proven.copy is None:
             return proven
-        differs = _same_view(found, found.copy.records, owner)
+        differs = _same_view(found, proven.copy.rows, proven.copy.in_order())
         if differs is not None:
             return Origin(False, f"{where}: {differs}", proven.checkpoint)
         return proven
@@ -219,8 +229,9 @@ class Returns:
             )
         if mode == "restore":
             report = self._restore(path, fmt=fmt, owner=whose, reanchor=reanchor, progress=progress)
-        elif _carries_copy(path) and not reanchor:
-            report = self._import_with_copy(path, fmt=fmt, owner=whose, progress=progress)
+        elif not reanchor and (with_copy := _with_copy(path, fmt)) is not None:
+            name, found = with_copy
+            report = self._import_with_copy(name, found, owner=whose, progress=progress)
         else:
             report = self.portability.import_path(
                 path, fmt=fmt, mode=mode, owner=whose, reanchor=reanchor, progress=progress
@@ -251,8 +262,8 @@ class Returns:
                     field="mode",
                 )
             proven = self.origin(found, owner=owner, where=name)
-            if proven.proven and found.copy is not None:
-                done = self.restorer.restore(owner, found.copy.records)
+            if proven.proven and proven.copy is not None:
+                done = self.restorer.restore(proven.copy)
                 report = ImportReport(found.format, "restore", owner, created=done.created)
                 report.unchanged = done.unchanged
                 return report
@@ -275,13 +286,11 @@ class Returns:
         return report
 
     def _import_with_copy(
-        self, path: Path, *, fmt: str | None, owner: str, progress: Progress | None
+        self, name: str, found: Carried, *, owner: str, progress: Progress | None
     ) -> ImportReport:
-        """A troth personaxis export imported plainly: each memory keeps the kind, topic and
-        other fields its creating entry's metadata (in the copy beside it, or in its bundle)
-        records. A bundle's HUX export is imported as HUX."""
-        [(name, data)] = read_sources(path)  # the size limits of every import
-        found = carried(path, data, fmt)
+        """A troth personaxis export (the file ``name``) imported plainly: each memory keeps
+        the kind, topic and other fields its creating entry's metadata (in the copy beside
+        it, or in its bundle) records. A bundle's HUX export is imported as HUX."""
         if found.format != "personaxis" or found.copy is None:
             return self.portability.import_files(
                 found.sources(name), fmt=found.format, owner=owner, progress=progress
@@ -369,24 +378,30 @@ class Returns:
         rows = found.copy.records
         problem = check_entries(checkpoint, [r.entry.hash for r in rows], where=path.name)
         if problem is None:
-            differs = _same_view(found, rows, whose)
+            differs = _same_view(found, rows, in_order(rows, whose))
             problem = None if differs is None else f"{path.name}: {differs}"
         return _finding(path, "export", whose, checkpoint, len(rows), problem)
 
 
-def _carries_copy(path: Path) -> bool:
-    """Whether ``path`` is a flat export with its restore copy beside it, or a bundle."""
+def _with_copy(path: Path, fmt: str | None) -> tuple[str, Carried] | None:
+    """The name ``path`` is read under and what it carries, when it is a flat export with
+    its restore copy beside it, or a bundle; None otherwise. The file is read and unzipped
+    once, here, and what the import needs is passed along."""
     if not path.is_file():
-        return False
+        return None
     if ledger_copy.sidecars(path)[0].is_file():
-        return True
+        [(name, data)] = read_sources(path)  # the size limits of every import
+        return name, carried(path, data, fmt)
     if path.suffix != ".zip":
-        return False
+        return None
     try:
-        [(_name, data)] = read_sources(path)
-        return ledger_copy.unbundle(archive.read(data, where=path.name)) is not None
+        [(name, data)] = read_sources(path)
+        files = archive.read(data, where=path.name)
     except FormatError:  # the import that follows says what is wrong with it
-        return False
+        return None
+    if ledger_copy.unbundle(files) is None:
+        return None
+    return name, carried(path, data, fmt, files=files)
 
 
 def _looks_like_note(data: bytes) -> bool:

@@ -267,7 +267,9 @@ class Store(Protocol):
         ...
 
     def compact(self) -> None:
-        """Make erased bytes unreachable in every file the store keeps (WAL, free pages)."""
+        """Make erased bytes unreachable in every file the store keeps (WAL, free pages),
+        finishing the pending erasures it covers (waiting up to ``erasure_wait`` seconds for
+        readers of older snapshots)."""
         ...
 
     erasure_wait: float

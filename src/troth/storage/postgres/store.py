@@ -16,6 +16,7 @@ backups is stated in docs/operations.md.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -463,25 +464,56 @@ class PostgresStore(sql.SQLReads):
         It holds each table (``ACCESS EXCLUSIVE``) while it copies it, and every read and
         write of it waits meanwhile: an operator's maintenance command, not what a
         redaction runs (``finish_erasures`` scrubs without holding a table).
+
+        The rewrite finishes the erasures pending when it starts, as a scrub would, so none
+        is scrubbed before or after it: like a VACUUM, it keeps every row version a session
+        with an older snapshot can see, so it first waits (holding nothing) up to
+        ``erasure_wait`` seconds for such readers. Should one remain, the rewrite runs all
+        the same and leaves those erasures pending, to be scrubbed once the reader ends.
         """
         db = self._connection()
+        last = self._last_erasure(db)
+        finished = last is None or self._readers_gone(db, last, self.erasure_wait)
         try:
             for table in schema.ERASABLE_TABLES:
                 db.execute(pgsql.SQL("VACUUM (FULL) {}").format(pgsql.Identifier(table)))
         except psycopg.Error as exc:
             raise StorageError(f"the erasure maintenance could not run: {exc}") from exc
+        if last is not None and finished:
+            db.execute("DELETE FROM pending_erasures WHERE id <= %s", (last,))
         self._checkpoint(db)
+        if not finished:
+            self._erasures.finish()  # scrubbed in the background once the reader ends
+
+    def _readers_gone(self, db: psycopg.Connection[Any], last: int, wait: float) -> bool:
+        """Whether the sessions with a snapshot older than an erasure up to ``last`` end
+        within ``wait`` seconds (looked for every 50 ms, holding nothing)."""
+        deadline = time.monotonic() + wait
+        while self._older_snapshot(db, last):
+            if time.monotonic() >= deadline:
+                return False
+            threading.Event().wait(0.05)
+        return True
+
+    @staticmethod
+    def _last_erasure(db: psycopg.Connection[Any]) -> int | None:
+        row = db.execute("SELECT max(id) FROM pending_erasures").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    @staticmethod
+    def _older_snapshot(db: psycopg.Connection[Any], last: int) -> bool:
+        """Whether a session holds a snapshot older than an erasure up to ``last``: it may
+        still read the erased row versions, and VACUUM (FULL or not) keeps every version
+        such a snapshot can see."""
+        older = db.execute(_OLDER_SNAPSHOT, (last,)).fetchone()
+        return bool(older and older[0])
 
     def _finish_erasures(self) -> bool:
         db = self._connection()
-        row = db.execute("SELECT max(id) FROM pending_erasures").fetchone()
-        last = row[0] if row else None
+        last = self._last_erasure(db)
         if last is None:
             return True
-        # A session whose snapshot is older than an erasure may still read the erased row
-        # versions, and VACUUM keeps every version such a snapshot can see.
-        older = db.execute(_OLDER_SNAPSHOT, (last,)).fetchone()
-        if older and older[0]:
+        if self._older_snapshot(db, last):
             return False
         try:
             # No lock the scrub takes conflicts with a write's, so waiting for one queues no

@@ -1,8 +1,9 @@
 """The embedded default: one SQLite file in WAL mode with FTS5 beside the ledger.
 
 Erasure: ``secure_delete`` zeroes freed bytes, the full-text index runs with FTS5
-``secure-delete``, and after an erasure commits the WAL is checkpointed and truncated so an
-erased text is in no file under the store's directory. That last step waits for readers of
+``secure-delete``, and after an erasure commits its full-text segments are merged (in a
+write transaction of its own) and the WAL is checkpointed and truncated so an erased text
+is in no file under the store's directory. That last step waits for readers of
 older snapshots without holding the write lock (``storage.erasure``): the erasure is
 recorded as pending in its own transaction and finished as soon as they go, or on open.
 """
@@ -29,6 +30,7 @@ from troth.storage.sqlite.schema import sqlite3
 from troth.storage.sqlite.search import FILTERS, SQLiteSearch
 from troth.storage.sqlite.transaction import (
     DIALECT,
+    FTS_MERGE_OWED,
     SQLiteTransaction,
     bump_generation,
     put_memory,
@@ -118,10 +120,6 @@ class SQLiteStore(sql.SQLReads):
                 yield tx
                 if tx.vector_changes:
                     generation = bump_generation(db, owner)
-                if tx.erased:
-                    # Merges the full-text segments so no segment keeps an erased term; in
-                    # the erasing transaction, so what it commits is the erasure entire.
-                    db.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
             if generation is not None:
                 self.search.vectors.apply(owner, generation, tx.vector_changes)
         if tx.erased:
@@ -235,7 +233,10 @@ class SQLiteStore(sql.SQLReads):
 
     def compact(self) -> None:
         """Truncate the WAL so no old page image survives in it, waiting (without holding
-        the write lock) up to ``erasure_wait`` seconds for readers of older snapshots."""
+        the write lock) up to ``erasure_wait`` seconds for readers of older snapshots, and
+        finish the pending erasures (on SQLite, finishing one is the merge of the full-text
+        segments it owes and this same truncation)."""
+        self._erasures.finish(self.erasure_wait)
         db = self._connection()
         deadline = time.monotonic() + self.erasure_wait
         while not self._truncate_wal(db):
@@ -251,13 +252,34 @@ class SQLiteStore(sql.SQLReads):
         last = db.execute("SELECT max(id) FROM pending_erasures").fetchone()[0]
         if last is None:
             return True
+        self._merge_fts(db)
         if not self._truncate_wal(db):
             return False
-        # Every page is in the main file, whose freed bytes secure_delete zeroed, and the
-        # WAL is empty: no file holds what was erased up to ``last``.
+        # The full-text segments are merged, every page is in the main file, whose freed
+        # bytes secure_delete zeroed, and the WAL is empty: no file holds what was erased
+        # up to ``last``.
         with self._immediate(db):
             db.execute("DELETE FROM pending_erasures WHERE id <= ?", (last,))
         return True
+
+    def _merge_fts(self, db: Any) -> None:
+        """Merge the full-text segments into one (FTS5 ``optimize``) when an erasure owes it.
+
+        Its own write transaction after the erasure's commit, not a step of that
+        transaction: another writer waits for the erasure or for the merge, never for the
+        two in a row. The erasure's transaction sets :data:`FTS_MERGE_OWED`, and this
+        transaction clears it, so a merge a crash cut off is made on the next try or open
+        (by whichever process) and one already made is not made again (a merge rewrites
+        the whole index).
+        """
+        owed = "SELECT 1 FROM meta WHERE key = ?"
+        if db.execute(owed, (FTS_MERGE_OWED,)).fetchone() is None:
+            return
+        with self._immediate(db):
+            if db.execute(owed, (FTS_MERGE_OWED,)).fetchone() is None:
+                return  # another connection merged meanwhile
+            db.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+            db.execute("DELETE FROM meta WHERE key = ?", (FTS_MERGE_OWED,))
 
     @staticmethod
     def _truncate_wal(db: Any) -> bool:
