@@ -126,6 +126,23 @@ def test_a_projection_row_forged_before_the_first_read_is_still_counted(home: Ho
     assert counted.rows == 0  # found by the census, not by reading the chain
 
 
+def test_a_row_forged_for_an_owner_with_an_empty_chain_is_refused_by_the_first_write(
+    home: Home,
+) -> None:
+    # Bob's memory moved to Alice, whose chain is empty: a write that reads it first (no
+    # checked read before it) must not take it into the fold its first read then trusts.
+    memory, _ = home.open()
+    bob = facade(memory.store, principal="human:bob", clock=home.clock)
+    stolen = bob.remember("alice owes mallory 1000 EUR").id
+    home.sql("UPDATE memories SET owner = ? WHERE id = ?", (ALICE, stolen))
+    reader, _ = home.open()
+    with pytest.raises(IntegrityError, match=f"memory {stolen} as stored for {ALICE}"):
+        reader.parts.changes.change(stolen, "hide", ALICE, ALICE, {})
+    with pytest.raises(IntegrityError):
+        reader.get(stolen)
+    assert reader.store.tip(ALICE).length == 0  # the refused write appended nothing
+
+
 def test_a_write_after_a_first_read_does_not_verify_the_chain_again(home: Home) -> None:
     writer, _ = home.open()
     write(writer, 30)

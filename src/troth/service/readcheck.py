@@ -168,9 +168,17 @@ class ReadCheck:
     ) -> None:
         """Refuse a write that read a memory the chain (at ``start``, where the write began)
         does not make; ``exempt``: memories this write itself changed. An owner this
-        process has not read yet is held on its first read."""
+        process has not read yet is held on its first read, except over an empty chain,
+        where any memory read is refused at once."""
         with self._lock:
             known = self._known.get(owner)
+            if known is None and not start.length:
+                # An empty chain makes no memory: a row this write read was put there by
+                # something else, and :meth:`wrote` would otherwise take it into the fold.
+                for memory in memories:
+                    if memory.id not in exempt:
+                        self._refuse_served(owner, memory, None)
+                return
             if known is None or known.tip != start:
                 return
             for memory in memories:
