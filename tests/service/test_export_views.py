@@ -137,3 +137,19 @@ def test_the_export_event_lists_what_the_bytes_carry_when_a_write_comes_between(
     assert event is not None
     assert event.event == "export"
     assert _hux_ids(data) == set(event.memories)
+
+
+@pytest.mark.parametrize("fmt", FLAT)
+def test_the_bytes_alone_sign_no_checkpoint(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    # The bytes carry no proof, so none is made: no signature, no witness called.
+    memory.remember("I prefer green tea")
+
+    def signed(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Memory.export signed a checkpoint its bytes do not carry")
+
+    monkeypatch.setattr(memory.parts.portability.proofs, "sign", signed)
+    data, count = memory.export(fmt)
+    assert count >= 1
+    assert b"green tea" in data

@@ -13,7 +13,8 @@ makes the bytes, the copy and the memories the ``export`` event lists agree:
 
 :meth:`Exports.export_to` writes an export to a path (``troth export``); a ``.zip`` path
 for a personaxis or HUX export gets its bundle. :meth:`Exports.export_bytes` is the same
-personaxis or HUX file as bytes, without its proof (``Memory.export``). :meth:`Exports.hand_out` is what
+personaxis or HUX file as bytes, without its proof (``Memory.export``; no checkpoint is
+signed for it). :meth:`Exports.hand_out` is what
 ``GET /api/export`` and the review page's download serve: the same bytes ``troth export -o
 NAME.zip`` writes for the same format and owner at the same tip (a PCP archive's export
 instant aside: the moment it is made, unless ``at`` names one). Each is audited by one
@@ -31,6 +32,7 @@ from typing import Final
 
 from troth.core.chain import format_ts, parse_utc
 from troth.core.errors import InvalidInputError, NotFoundError
+from troth.core.events import Record
 from troth.formats import ledger_copy, personaxis
 from troth.service.portability import (
     EXPORT_FORMATS,
@@ -101,6 +103,19 @@ def _write(path: Path, data: bytes | None) -> None:
         raise InvalidInputError(f"cannot write {path}: {exc.strerror}", path=str(path)) from exc
 
 
+def _view(
+    fmt: str, records: list[Record], whose: str, *, lines: bool
+) -> tuple[ExportResult, tuple[str, ...]]:
+    """A personaxis or HUX export's bytes from one read of the rows, and the ids of the
+    memories it carries (the fold of those rows, never the projection)."""
+    memories = in_order(records, whose)
+    if fmt == "personaxis":
+        data, count = personaxis.encode(r.entry for r in records), len(records)
+    else:
+        data, count = hux_bytes(memories, lines=lines), len(memories)
+    return ExportResult(fmt, data, count), tuple(sorted(m.id for m in memories))
+
+
 class Exports:
     """Cuts an owner's export with its proof, writes it to a file or hands it out."""
 
@@ -128,14 +143,10 @@ class Exports:
                 f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}", field="format"
             )
         records = list(self.store.records(whose))
-        memories = in_order(records, whose)
-        if fmt == "personaxis":
-            data, count = personaxis.encode(r.entry for r in records), len(records)
-        else:
-            data, count = hux_bytes(memories, lines=lines), len(memories)
+        result, ids = _view(fmt, records, whose, lines=lines)
         return Cut(
-            ExportResult(fmt, data, count),
-            tuple(sorted(m.id for m in memories)),
+            result,
+            ids,
             self.portability.proofs.sign(whose, records),
             ledger_copy.encode(whose, records),
             _stamp(records[-1].entry.ts if records else None),
@@ -150,9 +161,12 @@ class Exports:
             raise InvalidInputError(
                 f"unknown export format {fmt!r}; use personaxis or hux", field="format"
             )
-        cut = self.cut("hux" if fmt == "hux-jsonl" else fmt, owner, lines=fmt == "hux-jsonl")
-        result = replace(cut.result, format=fmt)
-        self.portability.record_export(result, owner=owner, memory_ids=cut.ids, actor=actor)
+        # The view alone: no checkpoint is signed (nor sent to the witnesses) for a proof
+        # these bytes do not carry.
+        kind = "hux" if fmt == "hux-jsonl" else fmt
+        view, ids = _view(kind, list(self.store.records(owner)), owner, lines=fmt == "hux-jsonl")
+        result = replace(view, format=fmt)
+        self.portability.record_export(result, owner=owner, memory_ids=ids, actor=actor)
         return result
 
     def one_file(self, cut: Cut, whose: str) -> ExportFile:
