@@ -165,3 +165,23 @@ def test_concurrent_served_searches_answer_as_a_serial_one(
     assert any(hit_id in sensitive for hit_id, _ in pairs[0])
     for hits in (pairs[1], pairs[3]):
         assert not any(hit_id in sensitive for hit_id, _ in hits)
+
+
+def test_a_run_does_not_wait_for_the_threads_the_writes_use() -> None:
+    # Writes run in anyio's default thread pool; a recall holding the gate must not wait
+    # for one of those threads, or every search would queue behind stalled writes.
+    release = threading.Event()
+
+    async def main() -> str:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 1
+        shared = SharedRecalls(anyio.CapacityLimiter(1))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: anyio.to_thread.run_sync(lambda: release.wait(10)))
+            await anyio.sleep(0.1)  # the only default thread is now held by a "write"
+            try:
+                with anyio.fail_after(3):
+                    return await shared.run("tea", lambda: "answered")
+            finally:
+                release.set()
+
+    assert anyio.run(main) == "answered"

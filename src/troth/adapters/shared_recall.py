@@ -37,6 +37,10 @@ class SharedRecalls:
 
     def __init__(self, limiter: anyio.CapacityLimiter) -> None:
         self.limiter = limiter
+        # The worker threads a run holding the gate uses: its own, so a run never waits for
+        # a thread of anyio's default pool, which the writes use (40 stalled writes would
+        # otherwise hold every search behind them). Not the gate itself: a run holds it.
+        self._threads = anyio.CapacityLimiter(limiter.total_tokens)
         self._queued: dict[Hashable, _Run[object]] = {}
         #: Searches answered by a run another search started, for tests and benchmarks.
         self.shared = 0
@@ -60,7 +64,7 @@ class SharedRecalls:
                 # Started: a search arriving from now on may follow a write this run misses.
                 self._leave(key, own)
                 self.runs += 1
-                own.result = await anyio.to_thread.run_sync(call)
+                own.result = await anyio.to_thread.run_sync(call, limiter=self._threads)
                 own.failed = False
         finally:
             self._leave(key, own)
