@@ -26,6 +26,21 @@ def test_what_is_not_a_day_is_not_read_as_one() -> None:
     assert named_days("I ran 5 miles") == ()
 
 
+def test_an_abbreviated_month_with_a_dot_keeps_its_year() -> None:
+    assert named_days("5 Feb. 2020") == (NamedDay(2020, 2, 5),)
+    assert named_days("on 9 Nov., 2022") == (NamedDay(2022, 11, 9),)
+    assert named_days("Nov. 9, 2022") == (NamedDay(2022, 11, 9),)
+    assert named_days("Mark 12") == ()  # a month's letters inside a word are no month
+
+
+def test_a_year_outside_the_usual_range_is_kept_not_dropped() -> None:
+    # Dropping it would lift that day of every year: a narrower question became a wider one.
+    assert named_days("9 May 3000") == (NamedDay(3000, 5, 9),)
+    assert named_days("March 12 1800") == (NamedDay(1800, 3, 12),)
+    assert named_days("Jan 1 19999") == (NamedDay(19999, 1, 1),)
+    assert not NamedDay(3000, 5, 9).matches(2023, 5, 9)
+
+
 def test_a_day_without_a_year_matches_that_day_of_any_year() -> None:
     day = NamedDay(None, 3, 9)
     assert day.matches(2021, 3, 9)

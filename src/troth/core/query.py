@@ -91,15 +91,16 @@ _TIME_EXPRESSION = re.compile(
 _APOSTROPHES = "'\u2019"
 _TOKEN = re.compile(r"[^\W_]+(?:[" + _APOSTROPHES + r"][^\W_]+)*", re.UNICODE)
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
-# A calendar day a question names: "9 November, 2022", "November 9th 2022", "3 June". The
-# year is optional (then any year's day matches); abbreviated months count ("Nov 9").
-_MONTH_NAME = r"(" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
+# A calendar day a question names: "9 November, 2022", "November 9th 2022", "3 June",
+# "5 Feb. 2020". The year is optional (then any year's day matches); abbreviated months
+# count ("Nov 9"). Any four or more digits after the day are its year, kept even when no
+# memory can be from it, so that a day never widens to every year.
+_MONTH_NAME = r"(" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)(?:\.|\b)"
 _ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
-_YEAR_AFTER = r"(?:,?\s*((?:19|20)\d\d)\b)?"
-_DAY_MONTH = re.compile(
-    r"\b" + _ORDINAL + r"\s+(?:of\s+)?" + _MONTH_NAME + r"\b" + _YEAR_AFTER, re.I
-)
+_YEAR_AFTER = r"(?:,?\s*(\d{4,})\b)?"
+_DAY_MONTH = re.compile(r"\b" + _ORDINAL + r"\s+(?:of\s+)?" + _MONTH_NAME + _YEAR_AFTER, re.I)
 _MONTH_DAY = re.compile(r"\b" + _MONTH_NAME + r"\s+" + _ORDINAL + r"\b" + _YEAR_AFTER, re.I)
+_DAYS_IN_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def tokenize(text: str) -> list[str]:
@@ -212,7 +213,7 @@ def candidate_limits(top_k: int, *, corpus_size: int | None = None) -> Candidate
     return CandidateLimits(lexical=depth, vector=depth)
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class NamedDay:
     """A calendar day a query names; ``year`` is ``None`` when it gives none."""
 
@@ -241,13 +242,10 @@ def named_days(text: str) -> tuple[NamedDay, ...]:
     for _, day, month_name, year in sorted(spans):
         if month_name == "may" and not year:
             continue  # "I may 2 ..." : lower-case "may" is a day's month only with a year
-        month = _MONTH_ABBREVIATIONS[month_name.lower().rstrip(".")[:3]]
+        month = _MONTH_ABBREVIATIONS[month_name.lower()[:3]]
         if 1 <= day <= _DAYS_IN_MONTH[month - 1]:
             found.setdefault(NamedDay(int(year) if year else None, month, day))
     return tuple(found)
-
-
-_DAYS_IN_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 @dataclass(frozen=True, slots=True)
