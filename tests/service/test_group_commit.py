@@ -174,3 +174,39 @@ def test_a_group_that_committed_is_not_appended_twice_when_a_step_after_fails(
     assert sorted(m.content for m in memory.memories(ALICE)) == sorted(
         ["before the group", "the leader", *texts]
     )
+
+
+def test_a_group_whose_commit_cannot_be_confirmed_says_its_writes_may_be_stored(
+    memory: Memory,
+) -> None:
+    # The commit happened, a step after it failed, and the chain cannot be read to confirm
+    # it: telling the others "nothing was written, send it again" would make them write twice.
+    memory.remember("before the group", kind="fact")
+    inside, release = _held_first_write(memory)
+    store = memory.parts.writes.ledger.store
+    original_write, original_records = store.write, store.records
+    gone = threading.Event()
+
+    @contextmanager
+    def write(owner: str, expect: Any = None) -> Iterator[Any]:
+        with original_write(owner, expect) as tx:
+            before = tx.tip().length
+            yield tx
+            after = tx.tip().length
+        if after - before > 1:
+            gone.set()
+            raise StorageError("a step after the commit failed")
+
+    def records(owner: str, start: int = 0) -> Iterator[Any]:
+        if gone.is_set():
+            raise StorageError("the database went away")
+        return original_records(owner, start)
+
+    store.write = write  # type: ignore[method-assign]
+    store.records = records  # type: ignore[method-assign]
+    outcomes = _behind_a_held_write(memory, (inside, release), "the leader", ["one", "two"])
+    store.records = original_records  # type: ignore[method-assign]
+    assert [type(o) for o in outcomes] == [StorageError, StorageError], outcomes
+    assert "went away" in str(outcomes[0])  # the group's leader: its own error
+    assert "may have been stored" in str(outcomes[1]), outcomes
+    assert memory.verify(ALICE)[0].chain.length == 4  # they were: each once

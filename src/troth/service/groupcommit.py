@@ -48,6 +48,8 @@ class _Waiting(Generic[_T]):
     error: BaseException | None = None
     lead: bool = False
     finished: bool = False
+    #: Its group reached its commit: if the group then stopped, the write may be stored.
+    committing: bool = False
 
 
 class GroupCommit:
@@ -115,15 +117,20 @@ class GroupCommit:
             for waiting in group:
                 if not waiting.finished and waiting.error is None:
                     waiting.error = StorageError(
-                        "the write was not stored: the transaction it shared stopped before"
-                        " committing; nothing of it was written, so it can be sent again"
+                        "the write may have been stored: the transaction it shared stopped"
+                        " while committing; list the ledger's newest memories before sending"
+                        " it again"
+                        if waiting.committing
+                        else "the write was not stored: the transaction it shared stopped"
+                        " before committing; nothing of it was written, so it can be sent again"
                     )
                 if waiting is not first:
                     waiting.done.set()
 
     def _commit(self, owner: str, group: Sequence[_Waiting[object]]) -> None:
         """One transaction for the group; on any failure, each write in its own."""
-        self.sizes[len(group)] += 1
+        with self._lock:
+            self.sizes[len(group)] += 1
         if len(group) == 1:
             self._alone(owner, group[0])
             return
@@ -133,6 +140,8 @@ class GroupCommit:
             with self.ledger.writing(owner) as tx:
                 results = [waiting.work(tx) for waiting in group]
                 landed = tx.tip()
+                for waiting in group:  # from here on the commit may happen
+                    waiting.committing = True
         except Exception:  # the group failed: each write now answers for itself, unless
             if landed is None or not self._holds(owner, landed):
                 for waiting in group:
