@@ -447,6 +447,9 @@ class Ledger:
                 id=memory.id,
             )
         content = creation.entry.content
+        # Older rows change: the read check does not take this write as it is (``wrote``);
+        # the next read verifies and folds the owner's chain afresh.
+        self._thread.erased = True
         if foreign:
             # A plain personaxis entry: its own line is all the history it has here.
             self._erase_row(tx, creation)
@@ -471,7 +474,6 @@ class Ledger:
                 began = self._thread.starts.get(tx.owner)
                 if began is not None:
                     began[1][memory.id] = refolded
-                self._thread.erased = True
         for eraser in self._erasers:
             eraser(tx, memory.id, content)
 

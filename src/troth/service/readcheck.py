@@ -489,10 +489,11 @@ class ReadCheck:
             owner=owner,
             **details,
         )
-        self._refused[owner] = error
-        self._known.pop(owner, None)
-        if self.folds is not None:
-            self.folds.drop(owner)  # the next process folds the chain whole, and finds it too
+        with self._lock:  # the write path calls this too, outside the read check's lock
+            self._refused[owner] = error
+            self._known.pop(owner, None)
+            if self.folds is not None:
+                self.folds.drop(owner)  # the next process folds the chain whole, and finds it
         raise error
 
 
