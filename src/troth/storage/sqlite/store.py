@@ -233,9 +233,10 @@ class SQLiteStore(sql.SQLReads):
 
     def compact(self) -> None:
         """Truncate the WAL so no old page image survives in it, waiting (without holding
-        the write lock) up to ``erasure_wait`` seconds for readers of older snapshots, and
-        finish the pending erasures (on SQLite, finishing one is the merge of the full-text
-        segments it owes and this same truncation)."""
+        the write lock) for readers of older snapshots, and finish the pending erasures (on
+        SQLite, finishing one is the merge of the full-text segments it owes and this same
+        truncation). Each of the two steps waits up to ``erasure_wait`` seconds, so a reader
+        that never ends is reported after at most twice that."""
         self._erasures.finish(self.erasure_wait)
         db = self._connection()
         deadline = time.monotonic() + self.erasure_wait
