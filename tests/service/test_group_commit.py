@@ -146,11 +146,8 @@ def test_many_concurrent_writes_all_land_once(memory: Memory, count: int) -> Non
     assert sum(size * n for size, n in memory.parts.writes.group.sizes.items()) == count
 
 
-def test_a_group_that_committed_is_not_appended_twice_when_a_step_after_fails(
-    memory: Memory,
-) -> None:
-    memory.remember("before the group", kind="fact")
-    inside, release = _held_first_write(memory)
+def _failing_after_a_group_commits(memory: Memory, failed: threading.Event) -> None:
+    """Make a step after a group's transaction commits fail (``failed`` is set then)."""
     store = memory.parts.writes.ledger.store
     original = store.write
 
@@ -161,9 +158,18 @@ def test_a_group_that_committed_is_not_appended_twice_when_a_step_after_fails(
             yield tx
             after = tx.tip().length
         if after - before > 1:  # the group's transaction, committed just now
+            failed.set()
             raise StorageError("a step after the commit failed")
 
     store.write = write  # type: ignore[method-assign]
+
+
+def test_a_group_that_committed_is_not_appended_twice_when_a_step_after_fails(
+    memory: Memory,
+) -> None:
+    memory.remember("before the group", kind="fact")
+    inside, release = _held_first_write(memory)
+    _failing_after_a_group_commits(memory, threading.Event())
     texts = ["one", "two", "three"]
     outcomes = _behind_a_held_write(memory, (inside, release), "the leader", texts)
     assert all(isinstance(o, WriteResult) for o in outcomes), outcomes
@@ -184,25 +190,15 @@ def test_a_group_whose_commit_cannot_be_confirmed_says_its_writes_may_be_stored(
     memory.remember("before the group", kind="fact")
     inside, release = _held_first_write(memory)
     store = memory.parts.writes.ledger.store
-    original_write, original_records = store.write, store.records
+    original_records = store.records
     gone = threading.Event()
-
-    @contextmanager
-    def write(owner: str, expect: Any = None) -> Iterator[Any]:
-        with original_write(owner, expect) as tx:
-            before = tx.tip().length
-            yield tx
-            after = tx.tip().length
-        if after - before > 1:
-            gone.set()
-            raise StorageError("a step after the commit failed")
+    _failing_after_a_group_commits(memory, gone)
 
     def records(owner: str, start: int = 0) -> Iterator[Any]:
         if gone.is_set():
             raise StorageError("the database went away")
         return original_records(owner, start)
 
-    store.write = write  # type: ignore[method-assign]
     store.records = records  # type: ignore[method-assign]
     outcomes = _behind_a_held_write(memory, (inside, release), "the leader", ["one", "two"])
     store.records = original_records  # type: ignore[method-assign]
