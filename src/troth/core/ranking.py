@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Literal
 
@@ -70,8 +70,10 @@ __all__ = [
     "cap_per_writer",
     "fuse",
     "fuse_scores",
+    "lift_head",
     "rank",
     "text_shape",
+    "weaker_after_stronger",
 ]
 
 
@@ -174,6 +176,44 @@ class RankedHit:
     memory_id: str
     score: float
     explanation: Explanation
+
+
+def lift_head(
+    head: Sequence[RankedHit], scores: Sequence[float], weight: float, name: str
+) -> list[RankedHit]:
+    """``head`` lifted by ``weight`` times each hit's share of the best of ``scores`` (negative
+    scores lift nothing; the step is recorded as ``name`` in each explanation), re-sorted
+    by score with ties in memory-id order as :func:`rank` breaks them. Unchanged when no
+    score is positive."""
+    best = max(scores, default=0.0)
+    if best <= 0:
+        return list(head)
+    lifted = []
+    for hit, score in zip(head, scores, strict=True):
+        lift = weight * max(score, 0.0) / best
+        explanation = replace(
+            hit.explanation, adjustments={**hit.explanation.adjustments, name: lift}
+        )
+        lifted.append(RankedHit(hit.memory_id, hit.score + lift, explanation))
+    lifted.sort(key=lambda h: (-h.score, h.memory_id))
+    return lifted
+
+
+def weaker_after_stronger(order: Sequence[str], weaker: Mapping[str, Collection[str]]) -> list[str]:
+    """Memory ids in ``order``, each weaker side of a conflict (``weaker``: its id → the ids
+    of the stronger memories it contradicts) moved to right after the lowest-ranked of
+    those stronger ones when it ranked above it: the weaker side never outranks the memory
+    it contradicts."""
+    ordered = list(order)
+    for memory_id in order:
+        stronger = weaker.get(memory_id)
+        if not stronger:
+            continue
+        places = [i for i, other in enumerate(ordered) if other in stronger]
+        here = ordered.index(memory_id)
+        if places and max(places) > here:
+            ordered.insert(max(places), ordered.pop(here))
+    return ordered
 
 
 def rank(

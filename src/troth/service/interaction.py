@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from troth.core.query import content_terms
-from troth.core.ranking import RankedHit
+from troth.core.ranking import RankedHit, lift_head
 from troth.embedding import Embedder
 
 __all__ = ["DEFAULT_INTERACTION", "Interaction", "WordVectors", "maxsim", "rerank", "word_vectors"]
@@ -151,15 +151,4 @@ def rerank(
         best_each = np.maximum.reduceat(similarity[:, columns], starts, axis=1)
         for i, value in zip(holding, best_each.mean(axis=0).tolist(), strict=True):
             scores[i] = value
-    best = max(scores)
-    if best <= 0:
-        return list(hits)
-    lifted = []
-    for hit, score in zip(head, scores, strict=True):
-        lift = config.weight * max(score, 0.0) / best
-        explanation = replace(
-            hit.explanation, adjustments={**hit.explanation.adjustments, "interaction": lift}
-        )
-        lifted.append(RankedHit(hit.memory_id, hit.score + lift, explanation))
-    lifted.sort(key=lambda h: (-h.score, h.memory_id))
-    return lifted + tail
+    return lift_head(head, scores, config.weight, "interaction") + tail

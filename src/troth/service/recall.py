@@ -31,6 +31,7 @@ from troth.core.ranking import (
     assess_relevance,
     cap_per_writer,
     rank,
+    weaker_after_stronger,
 )
 from troth.core.records import MemoryRecord
 from troth.service.conflicts import conflicts_of, contradicted
@@ -362,18 +363,10 @@ def _with_conflicts(store: Store, owner: str, hits: list[RecallHit]) -> list[Rec
             continue
         why = hit.why | {"conflict": conflict.to_dict()}
         marked.append(RecallHit(hit.memory, hit.score, why, conflict.with_ids))
-    # The weaker side of a conflict never ranks above the stronger memory it contradicts:
-    # when that is returned too and ranks lower, the weaker one moves to right after it.
-    order = list(marked)
-    for hit in marked:
-        conflict = found.get(hit.memory.id)
-        if conflict is None or not conflict.weaker:
-            continue
-        stronger = [i for i, h in enumerate(order) if h.memory.id in conflict.with_ids]
-        here = order.index(hit)
-        if stronger and max(stronger) > here:
-            order.insert(max(stronger), order.pop(here))
-    return order
+    # The weaker side of a conflict never ranks above the stronger memory it contradicts.
+    weaker = {i: c.with_ids for i, c in found.items() if c.weaker}
+    by_id = {hit.memory.id: hit for hit in marked}
+    return [by_id[i] for i in weaker_after_stronger(list(by_id), weaker)]
 
 
 def _candidate(row: RecallRow, scores: dict[str, Any], stale: bool) -> Candidate:
