@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import platformdirs
 
-from troth.core.errors import InvalidInputError
+from troth.core.errors import InvalidInputError, TrothError
 from troth.core.policy import Policy
 from troth.core.records import check_principal
+from troth.service.folds import FoldFiles
 from troth.service.memory import Clock, Memory, utc_now
 from troth.service.stores import open_store
 
@@ -56,7 +57,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from troth.embedding import Embedder
-    from troth.service.folds import FoldFiles
     from troth.service.sealing import CheckpointPolicy, Sealer
 
 DATABASE_NAME = "troth.db"
@@ -375,8 +375,6 @@ def _witness_setting(table: object, path: Path, number: int) -> WitnessSetting:
 def fold_files(sealer: Sealer) -> FoldFiles:
     """The read check's saved folds, beside the signing key (outside the data directory),
     MACed under a key derived from the signing key: none are kept until there is one."""
-    from troth.core.errors import TrothError
-    from troth.service.folds import FoldFiles
 
     def secret() -> bytes | None:
         try:

@@ -18,6 +18,7 @@ entry at its size, the census) is the read check's (docs/ledger.md, section 13).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
@@ -151,7 +152,7 @@ class FoldFiles:
         view = memoryview(data)
         body, tag = view[:-_MAC_SIZE], view[-_MAC_SIZE:]
         expected = self._mac(body)
-        if expected is None or not _same(expected, tag.tobytes()):
+        if expected is None or not hmac.compare_digest(expected, tag.tobytes()):
             return None
         try:
             return _decode(body, self._origin(owner))
@@ -196,12 +197,6 @@ class FoldFiles:
             self.file_for(owner).unlink(missing_ok=True)
         except OSError:
             return
-
-
-def _same(left: bytes, right: bytes) -> bool:
-    import hmac
-
-    return hmac.compare_digest(left, right)
 
 
 def _decode(body: memoryview, origin: str) -> SavedFold:

@@ -100,6 +100,7 @@ class GroupCommit:
         with self._lock:
             group: list[_Waiting[object]] = [first, *self._queues[owner]]  # type: ignore[list-item]
             self._queues[owner] = []
+            self.sizes[len(group)] += 1
         try:
             self._commit(owner, group)
         finally:
@@ -129,8 +130,6 @@ class GroupCommit:
 
     def _commit(self, owner: str, group: Sequence[_Waiting[object]]) -> None:
         """One transaction for the group; on any failure, each write in its own."""
-        with self._lock:
-            self.sizes[len(group)] += 1
         if len(group) == 1:
             self._alone(owner, group[0])
             return

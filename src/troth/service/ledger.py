@@ -162,13 +162,7 @@ class Ledger:
                 # The read path refuses the owner too (and drops its saved fold): reads
                 # served over a saved fold had not seen the older rows (docs/ledger.md, §13).
                 with suppress(IntegrityError):
-                    self.check.refuse(
-                        tx.owner,
-                        f"the ledger of {tx.owner} is broken at entry #{result.broken_at}"
-                        f" ({result.reason})",
-                        state="broken",
-                        broken_at=result.broken_at,
-                    )
+                    self.check.broken(tx.owner, result)
             raise IntegrityError(
                 f"the ledger of {tx.owner} is broken at entry #{result.broken_at} "
                 f"({result.reason}); refusing to write. Run `troth verify` to inspect it",

@@ -18,7 +18,7 @@ checkpoint, then :meth:`ReadCheck.forget`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final, NoReturn
@@ -278,7 +278,7 @@ class ReadCheck:
         records = list(islice(rows(0), tip.length))
         result = check_head(verify_records(records, owner=owner), tip.length, tip.head)
         if not result.ok:
-            self._broken(owner, result, records, 0)
+            self.broken(owner, result, records, 0)
         try:
             made = lifecycle.fold(records, owner)
         except _REPLAY as exc:
@@ -370,7 +370,7 @@ class ReadCheck:
             tip.head,
         )
         if not result.ok:
-            self._broken(owner, result, new, start)
+            self.broken(owner, result, new, start)
         try:
             self._replay(owner, known, new)
         except _StaleError:  # over a saved fold, a memory another process changed since
@@ -379,8 +379,11 @@ class ReadCheck:
             self.refuse(owner, f"the events of {owner}'s ledger do not replay ({exc})")
         known.tip = tip
 
-    def _broken(self, owner: str, result: Verification, rows: list[Record], first: int) -> NoReturn:
-        """Refuse a chain that does not verify; ``rows`` start at position ``first``."""
+    def broken(
+        self, owner: str, result: Verification, rows: Sequence[Record] = (), first: int = 0
+    ) -> NoReturn:
+        """Refuse a chain that does not verify (the read path's finding, also recorded by
+        the write path); ``rows``, if given, start at position ``first``."""
         at = result.broken_at or 0
         self.refuse(
             owner,
@@ -441,7 +444,6 @@ class ReadCheck:
         inserted, deleted, moved to another owner, or changed in a column that decides
         whether it is listed or recalled at all is found before anything is served."""
         made = known.memories
-        memories = list(made.values())
         for (query, test, counted), expected in zip(_CENSUS, known.counts, strict=True):
             if self.store.count(owner, query) == expected:
                 continue
@@ -453,7 +455,7 @@ class ReadCheck:
                 ids = {m.id for m in self.store.memories(owner, query)}
             except IntegrityError as exc:
                 self.refuse(owner, exc.message.split("; run `troth")[0], state="projection")
-            want = {m.id for m in memories if test(m)}
+            want = {m.id for m in made.values() if test(m)}
             extra, missing = sorted(ids - want), sorted(want - ids)
             if extra and extra[0] not in made:
                 finding = (
@@ -568,7 +570,7 @@ class _Changes(dict[str, MemoryRecord]):
         return default if found is None else found
 
 
-def _about(records: list[Record], at: int) -> str:
+def _about(records: Sequence[Record], at: int) -> str:
     """`` (memory ID)`` for the row at ``at`` when it is about one."""
     if not 0 <= at < len(records):
         return ""
