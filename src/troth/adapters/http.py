@@ -556,10 +556,8 @@ def create_api(
         wanted = limit if where.empty else 100
         kinds_asked: tuple[str, ...] | None = tuple(kind or ()) or None
         # Searches queued for the same recall share one run (adapters.shared_recall).
-        hits = await shared.run(
-            scoped.search_query(q, limit=wanted, kinds=kinds_asked),
-            partial(scoped.search, q, limit=wanted, kinds=kinds_asked),
-        )
+        asked = scoped.search_query(q, limit=wanted, kinds=kinds_asked)
+        hits = await shared.run(asked, partial(scoped.recall, asked))
         kept = [h for h in hits if where.matches(h.memory)][:limit]
         return SearchOut(
             hits=[

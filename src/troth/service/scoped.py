@@ -178,7 +178,12 @@ class ScopedMemory:
         ``valid_on`` keeps memories valid on that date or time, ``as_of`` answers as the
         ledger stood then (:class:`~troth.service.recall.Query`); ``limit`` (default 10).
         """
-        return self._memory.recall(self.search_query(text, **options))
+        return self.recall(self.search_query(text, **options))
+
+    def recall(self, query: Query) -> list[RecallHit]:
+        """The hits of a query :meth:`search_query` made (the facade checks it against
+        the access rules again, so no other query reaches more)."""
+        return self._memory.recall(query)
 
     def search_query(
         self,
