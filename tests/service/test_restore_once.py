@@ -20,7 +20,7 @@ from tests.service.test_restore_roundtrip import ALICE, every_kind, sealed
 from troth.config import load_policy
 from troth.core import events, lifecycle
 from troth.formats import archive
-from troth.service import returns
+from troth.service import portability, returns
 from troth.service.memory import Memory
 
 
@@ -77,3 +77,18 @@ def test_an_import_reads_and_unzips_a_bundle_once(
         report = bob.import_path(bundle)
     assert (report.format, report.mode, len(report.created)) == (fmt, "import", 2)
     assert (len(read), len(unzipped)) == (1, 1)
+
+
+def test_a_plain_archive_import_reads_the_file_once(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A zip that is no bundle: what was read to find out is what the import reads.
+    memory.remember("I prefer green tea", kind="preference", title="Tea")
+    pages = tmp_path / "pages.zip"
+    memory.export_to("pcp", pages)
+    here = counting(monkeypatch, returns, "read_sources")
+    there = counting(monkeypatch, portability, "read_sources")
+    with Memory(memory.store, policy=load_policy(None), principal="human:bob") as bob:
+        report = bob.import_path(pages)
+    assert report.format == "pcp"
+    assert len(here) + len(there) == 1

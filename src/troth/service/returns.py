@@ -229,13 +229,19 @@ class Returns:
             )
         if mode == "restore":
             report = self._restore(path, fmt=fmt, owner=whose, reanchor=reanchor, progress=progress)
-        elif not reanchor and (with_copy := _with_copy(path, fmt)) is not None:
-            name, found = with_copy
-            report = self._import_with_copy(name, found, owner=whose, progress=progress)
-        else:
+        elif reanchor:
             report = self.portability.import_path(
                 path, fmt=fmt, mode=mode, owner=whose, reanchor=reanchor, progress=progress
             )
+        else:
+            read = _with_copy(path, fmt)
+            if isinstance(read, tuple):
+                name, found = read
+                report = self._import_with_copy(name, found, owner=whose, progress=progress)
+            else:  # a plain import, of the bytes already read when there are any
+                report = self.portability.import_files(
+                    read or read_sources(path), fmt=fmt, mode=mode, owner=whose, progress=progress
+                )
         if approve:
             self._approve(report, note=f"approved with the import of {path.name}")
         return report
@@ -383,24 +389,26 @@ class Returns:
         return _finding(path, "export", whose, checkpoint, len(rows), problem)
 
 
-def _with_copy(path: Path, fmt: str | None) -> tuple[str, Carried] | None:
+def _with_copy(path: Path, fmt: str | None) -> tuple[str, Carried] | list[tuple[str, bytes]]:
     """The name ``path`` is read under and what it carries, when it is a flat export with
-    its restore copy beside it, or a bundle; None otherwise. The file is read and unzipped
-    once, here, and what the import needs is passed along."""
+    its restore copy beside it, or a bundle; otherwise what was read of it to find out
+    (nothing, for a folder or a file that is neither), for the plain import. The file is
+    read and unzipped once, here, and what the import needs is passed along."""
     if not path.is_file():
-        return None
+        return []
     if ledger_copy.sidecars(path)[0].is_file():
         [(name, data)] = read_sources(path)  # the size limits of every import
         return name, carried(path, data, fmt)
     if path.suffix != ".zip":
-        return None
+        return []
     try:
-        [(name, data)] = read_sources(path)
+        sources = read_sources(path)
+        [(name, data)] = sources
         files = archive.read(data, where=path.name)
     except FormatError:  # the import that follows says what is wrong with it
-        return None
+        return []
     if ledger_copy.unbundle(files) is None:
-        return None
+        return sources
     return name, carried(path, data, fmt, files=files)
 
 
