@@ -90,8 +90,10 @@ def checked_projection(
 
 
 class Dialect:
-    """How one SQL backend spells what both stores say alike: its placeholder, and how a
-    list of strings (a ledger row's tags, a token's scopes) is written and read back.
+    """How one SQL backend spells what both stores say alike: its placeholder, how a list
+    of strings (a ledger row's tags, a token's scopes) is written and read back, and how a
+    flag is bound (SQLite: ``int``; its driver binds a ``bool`` only after a failed adapter
+    look-up, ~7,000 instructions a row).
 
     Statements here are written with ``?``; :meth:`sql` renders one in the dialect's style
     once, at import, so no statement is rewritten per call.
@@ -102,10 +104,12 @@ class Dialect:
         placeholder: str,
         write_list: Callable[[Sequence[str]], Any],
         read_list: Callable[[Any], Sequence[str]],
+        write_flag: Callable[[bool], Any] = bool,
     ) -> None:
         self.placeholder = placeholder
         self.write_list = write_list
         self.read_list = read_list
+        self.write_flag = write_flag
 
     def sql(self, statement: str) -> str:
         """``statement`` (``?`` placeholders) in this dialect's placeholder style."""
@@ -201,13 +205,9 @@ def ledger_values(
     entry: Entry,
     meta: str | None,
     texts: Mapping[str, str],
-    flag: Callable[[bool], Any] = bool,
+    dialect: Dialect,
 ) -> tuple[Any, ...]:
-    """A ledger row's values in :data:`LEDGER_NAMES` order (``tags`` as its JSON text).
-
-    ``flag`` writes ``redacted`` the way the dialect binds it (SQLite: ``int``; its driver
-    binds a ``bool`` only after a failed adapter look-up, ~7,000 instructions a row).
-    """
+    """A ledger row's values in :data:`LEDGER_NAMES` order (``tags`` as its JSON text)."""
     return (
         owner,
         seq,
@@ -218,7 +218,7 @@ def ledger_values(
         entry.content_hash,
         entry.prev_hash,
         entry.hash,
-        flag(entry.redacted),
+        dialect.write_flag(entry.redacted),
         meta,
         stored_texts(texts),
     )
@@ -232,14 +232,16 @@ def check_holder(memory: MemoryRecord, holder: str) -> None:
         )
 
 
-def erase_values(owner: str, seq: int, entry: Entry, texts: Mapping[str, str]) -> tuple[Any, ...]:
+def erase_values(
+    owner: str, seq: int, entry: Entry, texts: Mapping[str, str], dialect: Dialect
+) -> tuple[Any, ...]:
     """The parameters of :data:`ERASE_ROW`: the redacted entry's content and erased texts."""
-    return (entry.content, entry.redacted, stored_texts(texts), owner, seq)
+    return (entry.content, dialect.write_flag(entry.redacted), stored_texts(texts), owner, seq)
 
 
-def rewrite_values(owner: str, seq: int, entry: Entry) -> tuple[Any, ...]:
+def rewrite_values(owner: str, seq: int, entry: Entry, dialect: Dialect) -> tuple[Any, ...]:
     """The parameters of :data:`REWRITE_ROW`: every field of the new entry."""
-    return (*ledger_values(owner, seq, entry, None, {})[2:10], owner, seq)
+    return (*ledger_values(owner, seq, entry, None, {}, dialect)[2:10], owner, seq)
 
 
 def records_of(rows: Iterable[Sequence[Any]], dialect: Dialect) -> Iterator[Record]:

@@ -253,7 +253,7 @@ class PostgresTransaction:
 
     def append(self, entry: Entry, meta: str | None, texts: Mapping[str, str]) -> int:
         seq = self._tip.length
-        self._ledger.append(sql.ledger_values(self._owner, seq, entry, meta, texts))
+        self._ledger.append(sql.ledger_values(self._owner, seq, entry, meta, texts, DIALECT))
         self._tip = Tip(seq + 1, entry.hash)
         return seq
 
@@ -267,7 +267,7 @@ class PostgresTransaction:
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self.flush()
-        self._db.execute(_ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts))
+        self._db.execute(_ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts, DIALECT))
         self._mark_erased()
 
     def _mark_erased(self) -> None:
@@ -279,7 +279,7 @@ class PostgresTransaction:
 
     def rewrite(self, seq: int, entry: Entry) -> None:
         self.flush()
-        self._db.execute(_REWRITE_ROW, sql.rewrite_values(self._owner, seq, entry))
+        self._db.execute(_REWRITE_ROW, sql.rewrite_values(self._owner, seq, entry, DIALECT))
         if self._tip.length == seq + 1:
             self._tip = Tip(self._tip.length, entry.hash)
 

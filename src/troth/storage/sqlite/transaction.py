@@ -23,7 +23,9 @@ from troth.storage.sqlite.schema import sqlite3
 from troth.storage.vectors import as_vector
 
 _RAW = json.JSONDecoder().raw_decode  # stored JSON has no surrounding blanks
-DIALECT = sql.Dialect("?", lambda values: json.dumps(list(values)), lambda text: _RAW(text)[0])
+DIALECT = sql.Dialect(
+    "?", lambda values: json.dumps(list(values)), lambda text: _RAW(text)[0], write_flag=int
+)
 """SQLite's spelling: ``?`` placeholders; a list of strings kept as JSON text."""
 
 _NAMING = sql.SELECT_RECORDS_NAMING.format(contains="instr(meta, ?) > 0")
@@ -82,7 +84,7 @@ class SQLiteTransaction:
 
     def append(self, entry: Entry, meta: str | None, texts: Mapping[str, str]) -> int:
         seq = self.tip().length
-        values = sql.ledger_values(self._owner, seq, entry, meta, texts, flag=int)
+        values = sql.ledger_values(self._owner, seq, entry, meta, texts, DIALECT)
         self._db.execute(sql.INSERT_LEDGER, values)
         self._db.execute(_MOVE_HEAD, (self._owner, seq + 1, entry.hash))
         self._tip = Tip(seq + 1, entry.hash)
@@ -95,7 +97,7 @@ class SQLiteTransaction:
         put_memory(self._db, memory, embedding, self._dimension, self.vector_changes, new=new)
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
-        self._db.execute(sql.ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts))
+        self._db.execute(sql.ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts, DIALECT))
         self._mark_erased()
 
     def _mark_erased(self) -> None:
@@ -111,7 +113,7 @@ class SQLiteTransaction:
         self.erased = True
 
     def rewrite(self, seq: int, entry: Entry) -> None:
-        self._db.execute(sql.REWRITE_ROW, sql.rewrite_values(self._owner, seq, entry))
+        self._db.execute(sql.REWRITE_ROW, sql.rewrite_values(self._owner, seq, entry, DIALECT))
         self._db.execute(
             "UPDATE heads SET head = ? WHERE owner = ? AND length = ?",
             (entry.hash, self._owner, seq + 1),
