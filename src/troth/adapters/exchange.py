@@ -33,7 +33,7 @@ from troth.adapters.console import (
 )
 from troth.config import DATABASE_NAME, build_memory
 from troth.core.errors import NotFoundError
-from troth.formats import ledger_copy
+from troth.service import exports
 from troth.service.memory import Memory
 from troth.service.migration import MigrationReport
 
@@ -163,15 +163,14 @@ def export_command(
         result = ctx.memory.export_to(
             fmt, output, owner=owner, at=at.replace(tzinfo=UTC) if at else None
         )
-        flat = fmt != "pcp" and output.suffix != ".zip"  # else the proof is inside the zip
-        beside = [str(p) for p in ledger_copy.sidecars(output) if flat and p.is_file()]
+        written = [str(p) for p in exports.beside(fmt, output) if p.is_file()]
         emit(
             ctx,
-            {**result.to_dict(), "path": str(output), "beside": beside},
+            {**result.to_dict(), "path": str(output), "beside": written},
             lambda: out_console.print(
                 f"{result.items} items written to {output}"
                 + "".join(f"\n  left out: {o['what']} ({o['reason']})" for o in result.omitted)
-                + "".join(f"\n  with {p}" for p in beside),
+                + "".join(f"\n  with {p}" for p in written),
                 highlight=False,
             ),
         )

@@ -116,6 +116,13 @@ def _view(
     return ExportResult(fmt, data, count), tuple(sorted(m.id for m in memories))
 
 
+def beside(fmt: str, output: Path) -> tuple[Path, ...]:
+    """The files :meth:`Exports.export_to` writes beside ``output`` for ``fmt``: a flat
+    export's restore copy and checkpoint; none for a PCP archive or a bundle (``.zip``),
+    which hold their proof inside."""
+    return () if fmt == "pcp" or output.suffix == ".zip" else ledger_copy.sidecars(output)
+
+
 class Exports:
     """Cuts an owner's export with its proof, writes it to a file or hands it out."""
 
@@ -212,7 +219,7 @@ class Exports:
         if cut.copy is not None and zipped:
             files = [(output, self.one_file(cut, owner).data)]
         elif cut.copy is not None:
-            files += zip(ledger_copy.sidecars(output), (cut.copy, cut.note), strict=True)
+            files += zip(beside(kind, output), (cut.copy, cut.note), strict=True)
         try:
             for path, data in files:
                 _write(path, data)
@@ -224,4 +231,12 @@ class Exports:
         return cut.result
 
 
-__all__ = ["MEDIA_TYPE", "Cut", "ExportFile", "Exports", "export_name", "member_name"]
+__all__ = [
+    "MEDIA_TYPE",
+    "Cut",
+    "ExportFile",
+    "Exports",
+    "beside",
+    "export_name",
+    "member_name",
+]
