@@ -25,7 +25,7 @@ from typing import Any, Final
 from troth.core.chain import REDACTED_MARKER, Entry, sha256_hex
 from troth.core.errors import ConflictError, InvalidInputError, NotFoundError
 from troth.core.events import Event, Record
-from troth.core.provenance import ENDORSED_FIELD, ORIGIN_FIELD, endorsed, origin_of
+from troth.core.provenance import ENDORSED_FIELD, endorsed, origin_of
 from troth.core.records import (
     ERASED_SCOPE_ID,
     SYSTEM_PRINCIPAL,
@@ -189,7 +189,7 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         recorded_at=f.get("recorded_at"),
         # The entry's source is the weakest channel the text came through (core/provenance.py);
         # the writer of that origin, and who vouched for the text, are committed fields.
-        origin=origin_of(f) if ORIGIN_FIELD in f else "",
+        origin=origin_of(f),
         endorsed_by=tuple(f.get(ENDORSED_FIELD, ())),
         extra=free.get("extra", {}),
         stamps=f.get("stamps", {}),
