@@ -24,6 +24,8 @@ from troth.core.limits import MAX_ACTION_CHARS, MAX_GATE_MEMORIES, MAX_ID_CHARS
 from troth.core.records import ID_PATTERN
 
 _MemoryId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN.pattern)]
+# The action's limits, once: the question below and the model :func:`gate_model` makes.
+_Action = Annotated[str, Field(min_length=1, max_length=MAX_ACTION_CHARS)]
 
 
 class GateQuestion(BaseModel):
@@ -31,9 +33,7 @@ class GateQuestion(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    action: str = Field(
-        min_length=1,
-        max_length=MAX_ACTION_CHARS,
+    action: _Action = Field(
         description="an action of the policy's [actions] table, e.g. delete, credential_use,"
         " external_api, file_write, self_edit",
     )
@@ -49,14 +49,9 @@ def gate_model(actions: Sequence[str]) -> type[GateQuestion]:
     document lists them, so every request it allows is one the gate can answer."""
     known: list[JsonValue] = [str(name) for name in sorted(actions)]
     inherited = GateQuestion.model_fields["action"]
-    action = Field(
-        min_length=1,
-        max_length=MAX_ACTION_CHARS,
-        json_schema_extra={"enum": known},
-        description=inherited.description,
-    )
+    action = Field(json_schema_extra={"enum": known}, description=inherited.description)
     model: type[GateQuestion] = create_model(
-        "GateIn", __base__=GateQuestion, __doc__=GateQuestion.__doc__, action=(str, action)
+        "GateIn", __base__=GateQuestion, __doc__=GateQuestion.__doc__, action=(_Action, action)
     )
     return model
 
