@@ -36,11 +36,11 @@ EXPORT_HEADERS: Final[dict[str, Any]] = {
 
 
 def export_response(handed: ExportFile) -> Response:
-    """The answer carrying ``handed``: its bytes, type, name and checkpoint."""
+    """The answer carrying ``handed``: its bytes (a zip), name and checkpoint."""
     headers = {"Content-Disposition": f'attachment; filename="{handed.name}"'}
     if handed.note is not None:
         headers[CHECKPOINT_HEADER] = base64.b64encode(handed.note).decode("ascii")
-    return Response(handed.data, media_type=handed.media_type, headers=headers)
+    return Response(handed.data, media_type=EXPORT_MEDIA_TYPE, headers=headers)
 
 
 __all__ = ["CHECKPOINT_HEADER", "EXPORT_HEADERS", "EXPORT_MEDIA_TYPE", "export_response"]

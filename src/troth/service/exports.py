@@ -62,14 +62,14 @@ class Cut:
 
 @dataclass(frozen=True)
 class ExportFile:
-    """An export as one file, as the HTTP API and the review page hand it out."""
+    """An export as one file, as the HTTP API and the review page hand it out (always a
+    zip: :data:`MEDIA_TYPE`)."""
 
     format: str
     name: str
     data: bytes
     items: int
     note: bytes | None
-    media_type: str = MEDIA_TYPE
 
 
 def export_name(fmt: str, owner: str) -> str:
