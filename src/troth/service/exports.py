@@ -116,6 +116,12 @@ def _view(
     return ExportResult(fmt, data, count), tuple(sorted(m.id for m in memories))
 
 
+def _kind(fmt: str) -> tuple[str, bool]:
+    """The format an export format's name is made in, and whether it asks for JSON Lines:
+    ``hux-jsonl`` is HUX as JSON Lines; every other name is its own format."""
+    return ("hux", True) if fmt == "hux-jsonl" else (fmt, False)
+
+
 def beside(fmt: str, output: Path) -> tuple[Path, ...]:
     """The files :meth:`Exports.export_to` writes beside ``output`` for ``fmt``: a flat
     export's restore copy and checkpoint; none for a PCP archive or a bundle (``.zip``),
@@ -164,14 +170,14 @@ class Exports:
         JSON Lines), the bytes alone, without their proof: the file :meth:`export_to` writes
         for the same format at the same tip. Audited (the ``export`` event by ``actor``)
         before the bytes are returned."""
-        if fmt not in ("personaxis", "hux", "hux-jsonl"):
+        kind, lines = _kind(fmt)
+        if kind not in ("personaxis", "hux"):
             raise InvalidInputError(
                 f"unknown export format {fmt!r}; use personaxis or hux", field="format"
             )
         # The view alone: no checkpoint is signed (nor sent to the witnesses) for a proof
         # these bytes do not carry.
-        kind = "hux" if fmt == "hux-jsonl" else fmt
-        view, ids = _view(kind, list(self.store.records(owner)), owner, lines=fmt == "hux-jsonl")
+        view, ids = _view(kind, list(self.store.records(owner)), owner, lines=lines)
         result = replace(view, format=fmt)
         self.portability.record_export(result, owner=owner, memory_ids=ids, actor=actor)
         return result
@@ -212,8 +218,8 @@ class Exports:
                 f"{output.parent} is not a folder; create it or write elsewhere", path=str(output)
             )
         zipped = output.suffix == ".zip"
-        kind = "hux" if fmt == "hux-jsonl" else fmt
-        lines = not zipped and (fmt == "hux-jsonl" or output.suffix == ".jsonl")
+        kind, jsonl = _kind(fmt)
+        lines = not zipped and (jsonl or output.suffix == ".jsonl")
         cut = self.cut(kind, owner, lines=lines, at=at, container="zip" if zipped else "tar")
         files: list[tuple[Path, bytes | None]] = [(output, cut.result.data)]
         if cut.copy is not None and zipped:
