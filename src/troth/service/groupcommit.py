@@ -26,10 +26,10 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Generic, TypeVar
 
 from troth.core.errors import StorageError
+from troth.service.extending import since
 from troth.service.ledger import Ledger
 from troth.storage.base import Tip, Transaction
 
@@ -153,8 +153,7 @@ class GroupCommit:
 
     def _holds(self, owner: str, landed: Tip) -> bool:
         """Whether the owner's chain holds the entry a group ended at (it committed)."""
-        rows = list(islice(self.ledger.store.records(owner, landed.length - 1), 1))
-        return bool(rows) and rows[0].entry.hash == landed.head
+        return bool(landed.length) and since(self.ledger.store, owner, landed, 0) is not None
 
     def _alone(self, owner: str, waiting: _Waiting[object]) -> None:
         try:

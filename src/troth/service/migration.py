@@ -18,6 +18,7 @@ from typing import Any
 from troth.core import lifecycle
 from troth.core.errors import ConflictError, IntegrityError, InvalidInputError
 from troth.core.events import Record, verify_records
+from troth.service.extending import since
 from troth.service.stores import identity, location_of
 from troth.service.vectors import Progress as VectorProgress
 from troth.service.vectors import Vectors
@@ -65,14 +66,12 @@ def copy_owner(
             f" {want.length}; migrate into an empty database",
             owner=owner,
         )
-    if have.length:
-        at = next(source.records(owner, have.length - 1), None)
-        if at is None or at.entry.hash != have.head:
-            raise ConflictError(
-                f"the target's chain for {owner} is not a prefix of the source's;"
-                " migrate into an empty database",
-                owner=owner,
-            )
+    if since(source, owner, have, 0) is None:
+        raise ConflictError(
+            f"the target's chain for {owner} is not a prefix of the source's;"
+            " migrate into an empty database",
+            owner=owner,
+        )
     copied = 0
     for rows in _batches(source.records(owner, have.length), batch):
         with target.write(owner) as tx:

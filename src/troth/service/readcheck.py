@@ -28,6 +28,7 @@ from troth.core.chain import Verification
 from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, NotFoundError
 from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
 from troth.core.records import STATUSES, MemoryRecord
+from troth.service.extending import since
 from troth.service.folds import FoldFiles, SavedFold, digest
 from troth.storage.base import MemoryFilter, Store, Tip
 
@@ -308,10 +309,9 @@ class ReadCheck:
         at = saved.tip.length
         if not at or tip.length < at or len(saved.counts) != len(_CENSUS):
             return None
-        rows = list(islice(self.store.records(owner, at - 1), tip.length - at + 1))
-        if not rows or rows[0].seq != at - 1 or rows[0].entry.hash != saved.tip.head:
+        new = since(self.store, owner, saved.tip, tip.length - at)
+        if new is None:
             return None
-        new = rows[1:]
         result = check_head(
             verify_records(new, start_index=at, prev_hash=saved.tip.head), tip.length, tip.head
         )

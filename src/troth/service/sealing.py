@@ -27,6 +27,7 @@ from troth.core import merkle
 from troth.core.errors import IntegrityError, NotFoundError, StorageError, TrothError
 from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
 from troth.formats import note, tlog
+from troth.service.extending import since
 from troth.service.keys import KeyStore
 from troth.service.tips import SealedTip, SealedTips
 from troth.service.witness import Witness, entries, open_checkpoint
@@ -192,11 +193,11 @@ class Sealer:
         if tree is not None and 0 < tree.size <= tip.length:
             # The last row verified before must still be there: a rewrite of any earlier
             # row that still verifies changes it, and so does a cut and a regrowth.
-            new = list(self.store.records(owner, tree.size - 1))
-            if new and new[0].entry.hash == head:
-                new = new[1:]
-            else:
+            extended = since(self.store, owner, Tip(tree.size, head))
+            if extended is None:
                 tree = None
+            else:
+                new = extended
         if tree is None or tree.size == 0 or tree.size > tip.length:
             tree, head = merkle.Tree(), ""
             new = list(self.store.records(owner))
