@@ -28,6 +28,20 @@ _BACKGROUND_POLL: Final = 0.2  # between tries once it has returned
 _log = logging.getLogger(__name__)
 
 
+def wait_until(done: Callable[[], bool], wait: float, stop: threading.Event | None = None) -> bool:
+    """Ask ``done`` now and then every 50 ms, holding nothing between, until it says True
+    (True) or ``wait`` seconds have passed, or ``stop`` is set (False)."""
+    pause = stop if stop is not None else threading.Event()
+    deadline = time.monotonic() + wait
+    while not pause.is_set():
+        if done():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        pause.wait(_POLL)
+    return False
+
+
 class Finisher:
     """Tries a store's ``attempt`` (True once no erasure is pending) until it succeeds."""
 
@@ -42,13 +56,8 @@ class Finisher:
     def finish(self, wait: float = 0.0) -> bool:
         """Try now and then every 50 ms for up to ``wait`` seconds; True when nothing is
         pending. If something still is, a background thread goes on trying."""
-        deadline = time.monotonic() + wait
-        while not self._stop.is_set():
-            if self._try():
-                return True
-            if time.monotonic() >= deadline:
-                break
-            self._stop.wait(_POLL)
+        if wait_until(self._try, wait, self._stop):
+            return True
         self._start()
         return False
 

@@ -9,14 +9,14 @@ id); once no other session holds a snapshot older than it, the text is scrubbed 
 files of the tables it lived in with locks no write waits for (``postgres.scrub``: VACUUM,
 REINDEX CONCURRENTLY of the GIN index, every page's free space overwritten), retried while
 an older reader remains (``storage.erasure``). ``compact()`` is the full rewrite
-(``VACUUM FULL``), which holds each table while it copies it. What remains in WAL and
+(``VACUUM FULL``), which holds each table while it copies it; both run in
+``postgres.maintenance``. What remains in WAL and
 backups is stated in docs/operations.md.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -30,7 +30,7 @@ from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
 from troth.storage.erasure import ERASURE_WAIT, Finisher
-from troth.storage.postgres import schema, scrub, search
+from troth.storage.postgres import maintenance, schema, search
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.search import FILTERS
 from troth.storage.postgres.transaction import (
@@ -43,17 +43,6 @@ from troth.storage.postgres.transaction import (
     write_error,
 )
 from troth.storage.rows import fts_body, memory_from_doc
-
-# Whether another session of this database holds a snapshot taken before the erasures up to
-# the given id committed: its xmin is at or before their transaction ids (compared by age,
-# as xids wrap). Where the role may not see other sessions' xmin, the lock taken without
-# waiting is what holds the compaction back (docs/operations.md).
-_OLDER_SNAPSHOT = (
-    "SELECT EXISTS (SELECT 1 FROM pg_stat_activity a JOIN pending_erasures p ON p.id <= %s"
-    " WHERE a.pid <> pg_backend_pid() AND a.datname = current_database()"
-    " AND a.backend_xmin IS NOT NULL"
-    " AND age(a.backend_xmin) >= age((p.xid::text::numeric %% 4294967296)::text::xid))"
-)
 
 # The projection columns verify holds against each stored document (see ``projection``).
 _CHECKED_COLUMNS = (*sql.PROJECTION_COLUMNS, "tags", "digest")
@@ -442,19 +431,7 @@ class PostgresStore(sql.SQLReads):
 
     def relation_files(self) -> dict[str, str]:
         """Each erasable table's relations (heap, TOAST, indexes) → file path in the data dir."""
-        rows = self._connection().execute(
-            "SELECT c.relname, pg_relation_filepath(c.oid) FROM pg_class c"
-            " WHERE c.oid IN ("
-            "  SELECT t.oid FROM pg_class t WHERE t.relname = ANY(%(t)s)"
-            "  UNION SELECT t.reltoastrelid FROM pg_class t WHERE t.relname = ANY(%(t)s)"
-            "  UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid"
-            "   WHERE t.relname = ANY(%(t)s)"
-            "  UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.reltoastrelid ="
-            "   i.indrelid WHERE t.relname = ANY(%(t)s))"
-            " AND pg_relation_filepath(c.oid) IS NOT NULL",
-            {"t": list(schema.ERASABLE_TABLES)},
-        )
-        return {str(r[0]): str(r[1]) for r in rows}
+        return maintenance.relation_files(self._connection())
 
     def compact(self) -> None:
         """Rewrite the tables erased text lived in, so no dead tuple or index page keeps it.
@@ -471,71 +448,11 @@ class PostgresStore(sql.SQLReads):
         ``erasure_wait`` seconds for such readers. Should one remain, the rewrite runs all
         the same and leaves those erasures pending, to be scrubbed once the reader ends.
         """
-        db = self._connection()
-        last = self._last_erasure(db)
-        finished = last is None or self._readers_gone(db, last, self.erasure_wait)
-        try:
-            for table in schema.ERASABLE_TABLES:
-                db.execute(pgsql.SQL("VACUUM (FULL) {}").format(pgsql.Identifier(table)))
-        except psycopg.Error as exc:
-            raise StorageError(f"the erasure maintenance could not run: {exc}") from exc
-        if last is not None and finished:
-            db.execute("DELETE FROM pending_erasures WHERE id <= %s", (last,))
-        self._checkpoint(db)
-        if not finished:
+        if not maintenance.compact(self._connection(), self.erasure_wait):
             self._erasures.finish()  # scrubbed in the background once the reader ends
 
-    def _readers_gone(self, db: psycopg.Connection[Any], last: int, wait: float) -> bool:
-        """Whether the sessions with a snapshot older than an erasure up to ``last`` end
-        within ``wait`` seconds (looked for every 50 ms, holding nothing)."""
-        deadline = time.monotonic() + wait
-        while self._older_snapshot(db, last):
-            if time.monotonic() >= deadline:
-                return False
-            threading.Event().wait(0.05)
-        return True
-
-    @staticmethod
-    def _last_erasure(db: psycopg.Connection[Any]) -> int | None:
-        row = db.execute("SELECT max(id) FROM pending_erasures").fetchone()
-        return None if row is None or row[0] is None else int(row[0])
-
-    @staticmethod
-    def _older_snapshot(db: psycopg.Connection[Any], last: int) -> bool:
-        """Whether a session holds a snapshot older than an erasure up to ``last``: it may
-        still read the erased row versions, and VACUUM (FULL or not) keeps every version
-        such a snapshot can see."""
-        older = db.execute(_OLDER_SNAPSHOT, (last,)).fetchone()
-        return bool(older and older[0])
-
     def _finish_erasures(self) -> bool:
-        db = self._connection()
-        last = self._last_erasure(db)
-        if last is None:
-            return True
-        if self._older_snapshot(db, last):
-            return False
-        try:
-            # No lock the scrub takes conflicts with a write's, so waiting for one queues no
-            # writer; the timeout bounds a try (an autovacuum holding the table is cancelled
-            # after deadlock_timeout, 1 s; a REINDEX waits for transactions under way).
-            db.execute("SET lock_timeout = '5s'")
-            scrub.scrub(db)
-        except psycopg.errors.LockNotAvailable:
-            return False
-        finally:
-            with suppress(psycopg.Error):
-                db.execute("RESET lock_timeout")
-        db.execute("DELETE FROM pending_erasures WHERE id <= %s", (last,))
-        self._checkpoint(db)
-        return True
-
-    @staticmethod
-    def _checkpoint(db: psycopg.Connection[Any]) -> None:
-        # The old files are truncated at commit and unlinked at the next checkpoint; ask for
-        # one now when the role may (superuser or pg_checkpoint), else the server's own comes.
-        with suppress(psycopg.errors.InsufficientPrivilege):
-            db.execute("CHECKPOINT")
+        return maintenance.finish(self._connection())
 
     def close(self) -> None:
         """Stop finishing erasures (what is pending is finished on the next open) and close

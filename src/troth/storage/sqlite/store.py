@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +22,7 @@ from troth.core.query import Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
-from troth.storage.erasure import ERASURE_WAIT, Finisher
+from troth.storage.erasure import ERASURE_WAIT, Finisher, wait_until
 from troth.storage.rows import memory_from_doc
 from troth.storage.sqlite import schema
 from troth.storage.sqlite.schema import sqlite3
@@ -239,14 +238,11 @@ class SQLiteStore(sql.SQLReads):
         that never ends is reported after at most twice that."""
         self._erasures.finish(self.erasure_wait)
         db = self._connection()
-        deadline = time.monotonic() + self.erasure_wait
-        while not self._truncate_wal(db):
-            if time.monotonic() >= deadline:
-                raise StorageError(
-                    "the write-ahead log could not be truncated because another connection"
-                    " still reads an older snapshot; it is truncated once that reader ends"
-                )
-            threading.Event().wait(0.05)
+        if not wait_until(lambda: self._truncate_wal(db), self.erasure_wait):
+            raise StorageError(
+                "the write-ahead log could not be truncated because another connection"
+                " still reads an older snapshot; it is truncated once that reader ends"
+            )
 
     def _finish_erasures(self) -> bool:
         db = self._connection()
