@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
+from types import MappingProxyType
+from typing import Final
 
 from troth.core import lifecycle, merkle
 from troth.core.errors import FormatError, IntegrityError
@@ -24,18 +26,30 @@ from troth.formats import note, tlog
 from troth.formats.ledger_copy import LedgerCopy
 from troth.service.sealing import Sealer
 
+# What only :func:`verify_copy` hands :class:`VerifiedCopy`: a copy made any other way is
+# refused as it is made, since ``Restorer.restore`` writes its rows without checking them.
+_VERIFIED: Final = object()
+
 
 @dataclass(frozen=True)
 class VerifiedCopy:
     """A restore copy's rows, numbered from 0, once they verify, and the memories they fold to.
 
-    Made only by :func:`verify_copy`, so a restore verifies and folds its copy once: the
-    check of the export's view and the restore's writes both take it from here.
+    Made only by :func:`verify_copy` (any other construction, ``dataclasses.replace``
+    included, raises TypeError), so a restore verifies and folds its copy once: the check
+    of the export's view and the restore's writes both take it from here.
     """
 
     owner: str
     rows: tuple[Record, ...]
     projection: Mapping[str, MemoryRecord]
+    made_by: InitVar[object]
+
+    def __post_init__(self, made_by: object) -> None:
+        if made_by is not _VERIFIED:
+            raise TypeError(
+                "a VerifiedCopy is made by verify_copy, which verifies its rows; call that"
+            )
 
     def in_order(self) -> list[MemoryRecord]:
         """The memories in ledger order: what every export is a view of."""
@@ -59,7 +73,8 @@ def verify_copy(records: Sequence[Record], owner: str) -> VerifiedCopy:
             reason=why,
         )
     refusal = "the restore copy verifies but its events do not replay"
-    return VerifiedCopy(owner, rows, lifecycle.replay(rows, owner, refusal=refusal))
+    projection = MappingProxyType(lifecycle.replay(rows, owner, refusal=refusal))
+    return VerifiedCopy(owner, rows, projection, _VERIFIED)
 
 
 @dataclass(frozen=True)
