@@ -22,7 +22,7 @@ import hmac
 import json
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from pathlib import Path
 from typing import Final
@@ -74,6 +74,11 @@ class SavedFold:
     keys: npt.NDArray[np.uint64]
     digests: npt.NDArray[np.uint8]
     marks: npt.NDArray[np.uint16]
+    # Each memory :meth:`holds` found as the fold has it, by id: served again, it is
+    # compared with that record (as a whole fold's memories are) instead of hashed again.
+    _held: dict[str, MemoryRecord] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def find(self, memory_id: str) -> tuple[bytes, int] | None:
         """The digest and census marks of a memory the fold holds (None: it holds none)."""
@@ -84,9 +89,16 @@ class SavedFold:
         return self.digests[at].tobytes(), int(self.marks[at])
 
     def holds(self, memory: MemoryRecord) -> bool:
-        """True when ``memory`` is the record the fold holds for its id."""
+        """True when ``memory`` is the record the fold holds for its id (its digest, or a
+        record equal to one whose digest was)."""
+        held = self._held.get(memory.id)
+        if held is not None and held == memory:
+            return True
         found = self.find(memory.id)
-        return found is not None and found[0] == digest(memory)
+        if found is None or found[0] != digest(memory):
+            return False
+        self._held[memory.id] = memory
+        return True
 
     @classmethod
     def build(
