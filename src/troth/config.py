@@ -196,10 +196,12 @@ def default_embedder() -> Embedder:
     return StaticEmbedder.default()
 
 
-def build_memory(settings: Settings, *, clock: Clock = utc_now) -> Memory:
-    """The composition root: a store, a policy and the facade over them."""
+def build_memory(settings: Settings, *, clock: Clock = utc_now, compacting: bool = False) -> Memory:
+    """The composition root: a store, a policy and the facade over them (``compacting``:
+    opened for ``troth compact``, see :func:`open_store`)."""
     embedder = default_embedder()
-    store = open_store(settings.database_url or settings.home / DATABASE_NAME)
+    location = settings.database_url or settings.home / DATABASE_NAME
+    store = open_store(location, compacting=compacting)
     memory = Memory(
         store,
         policy=load_policy(settings.policy_path),

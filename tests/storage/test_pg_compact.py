@@ -6,19 +6,25 @@ finishes the erasures pending when it starts. A session holding a snapshot older
 erasure keeps its row versions alive through a rewrite as through a scrub, so then the
 erasure stays pending and is scrubbed once that reader ends. PostgreSQL only: on SQLite
 finishing an erasure is the same WAL truncation ``compact`` makes
-(tests/adapters/test_cli_compact.py runs the verb on both backends).
+(tests/adapters/test_cli_compact.py runs the verb on both backends). Nor does the store
+``troth compact`` opens scrub as it opens, as any other open does when a stopped process
+left an erasure pending.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
 from tests.backends import files_holding
 from tests.conftest import facade
+from troth.adapters.cli import cli
 from troth.storage.postgres import PostgresStore
 from troth.storage.postgres import scrub as pgscrub
 
@@ -86,3 +92,43 @@ def test_an_older_reader_leaves_the_erasure_pending_until_it_ends(
     assert store.pending_erasures() == 0
     assert scrubs  # the reader gone, the scrub finished it
     assert files_holding(store, CANARY) == []
+
+
+# -- `troth compact` as a new process ---------------------------------------------------
+
+
+def pending_left(pg_url: str) -> PostgresStore:
+    """A process that redacts and stops before its erasure is finished."""
+    store = PostgresStore(pg_url, compact_after_erase=False)
+    redacted(store)
+    store.close()
+    return store
+
+
+def test_troth_compact_in_a_new_process_runs_no_scrub(
+    pg_url: str, tmp_path: Path, scrubs: list[int]
+) -> None:
+    pending_left(pg_url)
+    env = {"TROTH_HOME": str(tmp_path / "home"), "TROTH_DATABASE_URL": pg_url}
+    done = CliRunner().invoke(cli, ["--as", ALICE, "compact", "--json"], env=env)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout) == {"compacted": True, "pending_erasures": 0}
+    assert scrubs == []  # neither as the store opened nor before the rewrite
+    store = PostgresStore(pg_url)
+    try:
+        assert store.pending_erasures() == 0
+        assert files_holding(store, CANARY) == []
+    finally:
+        store.close()
+
+
+def test_any_other_open_still_finishes_what_was_left_pending(
+    pg_url: str, scrubs: list[int]
+) -> None:
+    pending_left(pg_url)
+    store = PostgresStore(pg_url)
+    try:
+        assert scrubs == [1]
+        assert store.pending_erasures() == 0
+    finally:
+        store.close()

@@ -565,7 +565,7 @@ def compact(obj: Context, as_json: bool) -> None:
     FULL, which holds each table while it copies it (docs/operations.md, erasure)."""
     ctx = with_json(obj, as_json)
     with handled(ctx):
-        pending = ctx.memory.compact()
+        pending = ctx.opened(compacting=True).compact()
         emit(
             ctx,
             {"compacted": True, "pending_erasures": pending},

@@ -95,8 +95,13 @@ class Context:
 
     @property
     def memory(self) -> Memory:
+        return self.opened()
+
+    def opened(self, *, compacting: bool = False) -> Memory:
+        """The Memory, opened on first use (``compacting``: for ``troth compact``, whose
+        store leaves pending erasures to the rewrite instead of scrubbing them as it opens)."""
         if self._memory is None:
-            self._memory = build_memory(self.settings)
+            self._memory = build_memory(self.settings, compacting=compacting)
         return self._memory
 
     @property

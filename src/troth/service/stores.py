@@ -13,11 +13,14 @@ from troth.core.errors import InvalidInputError
 from troth.storage.base import Store
 
 
-def open_store(location: str | Path) -> Store:
+def open_store(location: str | Path, *, compacting: bool = False) -> Store:
     """A store for a database URL or path.
 
     ``postgresql://…`` (or ``postgres://…``) opens PostgreSQL — the optional extra
     ``troth[postgres]``; ``sqlite:///path`` or a plain file path opens SQLite.
+    ``compacting``: the store is opened to compact, so PostgreSQL does not scrub the
+    erasures left pending as it opens (the rewrite finishes them; on SQLite finishing them
+    is compact's own first step either way).
     """
     text = str(location)
     if text.startswith(("postgresql://", "postgres://")):
@@ -27,7 +30,7 @@ def open_store(location: str | Path) -> Store:
             raise InvalidInputError(
                 "the PostgreSQL backend needs its extra: pip install 'troth[postgres]'"
             ) from exc
-        return PostgresStore(text)
+        return PostgresStore(text, finish_at_open=not compacting)
     if "://" in text and not text.startswith("sqlite:///"):
         raise InvalidInputError(
             f"unsupported database URL {text.split('://')[0]}://…;"

@@ -49,14 +49,24 @@ _CHECKED_COLUMNS = (*sql.PROJECTION_COLUMNS, "tags", "digest")
 
 
 class PostgresStore(sql.SQLReads):
-    """The ``Store`` on a PostgreSQL database (``postgresql://…``)."""
+    """The ``Store`` on a PostgreSQL database (``postgresql://…``).
+
+    ``finish_at_open``: finish the erasures a stopped process left pending as the store
+    opens (a scrub); False for a store opened to :meth:`compact`, whose rewrite finishes
+    them, so that a scrub before it is not spent work.
+    """
 
     dialect = DIALECT
     filters = FILTERS
     meta_table = "store_meta"
 
     def __init__(
-        self, url: str, *, compact_after_erase: bool = True, erasure_wait: float = ERASURE_WAIT
+        self,
+        url: str,
+        *,
+        compact_after_erase: bool = True,
+        erasure_wait: float = ERASURE_WAIT,
+        finish_at_open: bool = True,
     ) -> None:
         self.url = url
         self.compact_after_erase = compact_after_erase
@@ -76,7 +86,8 @@ class PostgresStore(sql.SQLReads):
             schema.build_vector_index(self._connection(), model[1], wait=False)
         # An erasure committed by a process that stopped before finishing it is finished
         # now, or as soon as the older snapshots go.
-        self._erasures.finish()
+        if finish_at_open:
+            self._erasures.finish()
 
     # -- connections and schema ----------------------------------------------------------
 
