@@ -329,9 +329,9 @@ class _TrothSearcher:
         fields: dict[int, dict[str, Any]] = defaultdict(dict)
         terms = content_terms(question)
         if self.method.common_share is not None:
-            counts = {t: self.index.document_count(t) for t in terms}
+            most = self.method.common_share * len(self.index.turns)
             terms = drop_common_terms(
-                terms, counts, len(self.index.turns), max_share=self.method.common_share
+                terms, {t for t in terms if self.index.document_count(t) > most}
             )
         if self.method.use_lexical:
             match = fts5_match_expression(
