@@ -117,7 +117,7 @@ class RankingConfig:
     when_weight: float = 0.1
     date_weight: float = 0.1
     day_weight: float = 0.4
-    speaker_weight: float = 0.1
+    speaker_weight: float = 0.5
     importance_weight: float = 0.2
     confidence_weight: float = 0.2
     recency_weight: float = 0.1
