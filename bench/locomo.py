@@ -329,9 +329,9 @@ class _TrothSearcher:
         fields: dict[int, dict[str, Any]] = defaultdict(dict)
         terms = content_terms(question)
         if self.method.common_share is not None:
-            counts = {t: self.index.document_count(t) for t in terms}
+            most = self.method.common_share * len(self.index.turns)
             terms = drop_common_terms(
-                terms, counts, len(self.index.turns), max_share=self.method.common_share
+                terms, {t for t in terms if self.index.document_count(t) > most}
             )
         if self.method.use_lexical:
             match = fts5_match_expression(
@@ -708,6 +708,8 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
         TrothMethod("abl:no-day", embedder, replace(base, day_weight=0.0)),
         TrothMethod("abl:day0.2", embedder, replace(base, day_weight=0.2)),
         TrothMethod("abl:no-speaker", embedder, replace(base, speaker_weight=0.0)),
+        TrothMethod("abl:speaker0.1", embedder, replace(base, speaker_weight=0.1)),
+        TrothMethod("abl:speaker0.3", embedder, replace(base, speaker_weight=0.3)),
         TrothMethod("abl:no-speaker-in-text", embedder, with_speaker=False),
         TrothMethod("abl:no-prefix", embedder, prefix_min_length=0),
         TrothMethod("abl:prefix>=3", embedder, prefix_min_length=3),

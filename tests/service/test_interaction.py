@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.conftest import vector_facade
 from troth.core.ranking import Explanation, RankedHit
 from troth.embedding import HashingEmbedder, StaticEmbedder
-from troth.service.interaction import Interaction, WordVectors, content_words, maxsim, rerank
+from troth.service.interaction import Interaction, WordVectors, content_words, rerank
 from troth.service.recall import Query
 from troth.storage.sqlite import SQLiteStore
 
@@ -85,10 +85,34 @@ def test_a_paraphrase_beats_an_unrelated_turn_with_the_shipped_model() -> None:
     assert out[0].memory_id == "b"
 
 
-def test_maxsim_is_one_for_the_same_words_and_zero_without_any() -> None:
-    matrix = VECTORS.matrix(["violin", "garden"])
-    assert abs(maxsim(matrix, matrix) - 1.0) < 1e-6
-    assert maxsim(matrix, matrix[:0]) == 0.0
+def test_each_lift_is_the_memorys_maxsim_over_the_best_one() -> None:
+    # The batched product of rerank against maxsim written out per memory: the mean over
+    # the question's words of the best cosine with one of the memory's words.
+    query = "violin garden harbor"
+    texts = {
+        "m0": "violin garden harbor",
+        "m1": "the garden by the river",
+        "m2": "pottery lantern novel bicycle",
+        "m3": "and the of it",  # no content word: no lift
+    }
+    hits = [hit(m, 1.0) for m in sorted(texts)]
+    out = {h.memory_id: h for h in rerank(query, hits, texts, VECTORS)}
+    asked = VECTORS.matrix(content_words(query))
+
+    def maxsim(text: str) -> float:
+        words = content_words(text)
+        if not words:
+            return 0.0
+        return float((asked @ VECTORS.matrix(words).T).max(axis=1).mean())
+
+    expected = {m: maxsim(t) for m, t in texts.items()}
+    assert abs(expected["m0"] - 1.0) < 1e-6  # every asked word is held
+    best = max(expected.values())
+    weight = Interaction().weight
+    for memory_id, value in expected.items():
+        lift = out[memory_id].explanation.adjustments["interaction"]
+        assert abs(lift - weight * max(value, 0.0) / best) < 1e-6
+    assert out["m3"].explanation.adjustments["interaction"] == 0.0
 
 
 def test_the_word_cache_stays_within_its_bound_and_gives_the_embedders_rows() -> None:

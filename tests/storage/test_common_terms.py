@@ -47,3 +47,11 @@ def test_a_word_in_fewer_than_half_is_kept(tmp_path: Path) -> None:
     # "jazz" (50 memories) and "chess" (50): neither is common, both are searched.
     hits = store.lexical(owner, [Term("jazz"), Term("chess")], 500, MemoryFilter())
     assert len(hits) == 100
+
+
+def test_a_question_of_common_words_only_keeps_them_all(tmp_path: Path) -> None:
+    # The one rule of core.query.drop_common_terms: every term common, none is left out.
+    store = _store(tmp_path)
+    owner = store.owners()[0]
+    hits = store.lexical(owner, [Term("note"), Term("likes")], 500, MemoryFilter())
+    assert len(hits) == 200

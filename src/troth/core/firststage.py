@@ -4,11 +4,11 @@ The lexical and vector indexes each return up to 500 candidates (``candidate_lim
 ~600 distinct memories. Reading every one's ranking fields and ranking them in Python
 cost ~25 ms of CPU at 100k memories, most of a recall. Most of them cannot reach the top:
 :func:`shortlist` orders them by the fused score of step 1 of the ranking
-(:func:`troth.core.ranking.fuse`, computed from the index scores alone), keeps the best
+(:func:`troth.core.ranking.fuse_scores`, computed from the index scores alone), keeps the best
 :data:`SHORTLIST`, and adds back what keeps the full ranking's arithmetic the same for
 them:
 
-* the neighbours (``seq`` within ``neighbour_span``) found by either index of the best
+* the neighbours (``seq`` at the ranking's ``neighbour_offsets``) found by either index of the best
   :data:`EXPANDED`, so the neighbour lift still finds the turn that answers next to the
   turn that matches (the ranking's largest step; docs/retrieval.md, "First stage");
 * the candidates holding the best lexical score and the best and weakest cosine, so the
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, fuse, fuse_scores
+from troth.core.ranking import DEFAULT_RANKING, RankingConfig, fuse_scores, neighbour_offsets
 
 __all__ = ["EXPANDED", "SHORTLIST", "shortlist"]
 
@@ -47,22 +47,15 @@ def shortlist(
     if len(found) <= keep:
         return list(found)
     scores = list(found.values())
-    if config.fusion == "score":
-        # The fusion over the index scores as they are: no Candidate per found memory.
-        base = fuse_scores(
-            list(found),
-            [s.get("lexical_score") for s in scores],
-            [s.get("vector_score") for s in scores],
-            config,
-        )
-    else:
-        base = fuse(
-            [
-                Candidate(m, "", "", s.get("lexical_rank"), None, s.get("vector_rank"))
-                for m, s in found.items()
-            ],
-            config,
-        )
+    # The fusion over the index scores as they are: no Candidate per found memory.
+    base = fuse_scores(
+        list(found),
+        [s.get("lexical_score") for s in scores],
+        [s.get("vector_score") for s in scores],
+        config,
+        lexical_ranks=[s.get("lexical_rank") for s in scores],
+        vector_ranks=[s.get("vector_rank") for s in scores],
+    )
     # Best first, ties by id; tuples compare in C (a key function costs a call each).
     order = [memory_id for _, memory_id in sorted((-score, m) for m, score in base.items())]
     chosen = set(order[:keep])
@@ -75,8 +68,7 @@ def shortlist(
     at: dict[int, list[str]] = {}
     for memory_id, position in seqs.items():
         at.setdefault(position, []).append(memory_id)
-    span = max(config.neighbour_span, 0)
-    offsets = [o for o in range(-span, span + 1) if o]
+    offsets = neighbour_offsets(config)
     for memory_id in order[:expand]:
         seq = seqs.get(memory_id)
         if seq is None:

@@ -12,8 +12,9 @@ stopwords, question words and calendar words.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 __all__ = [
     "CandidateLimits",
@@ -35,6 +36,8 @@ __all__ = [
 
 # General English stopwords plus the auxiliaries and question words a recall query
 # is phrased with; they carry no topic, and in an OR-query they would match most rows.
+T = TypeVar("T")
+
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are aren as at be because
     been before being below between both but by can cannot could couldn did didn do does
@@ -168,27 +171,19 @@ def fts5_match_expression(
     return " OR ".join('"' + t.text.replace('"', '""') + '"' + "*" * t.prefix for t in found)
 
 
-def drop_common_terms(
-    terms: Sequence[str],
-    document_counts: Mapping[str, int],
-    total_documents: int,
-    *,
-    max_share: float = 0.2,
-) -> list[str]:
-    """Drop terms found in more than ``max_share`` of the documents, keeping at least one.
+def drop_common_terms(terms: Sequence[T], common: Collection[T]) -> list[T]:
+    """``terms`` without the ``common`` ones, unless every term is common: then all stay.
 
-    In a conversation the participants' names (and words like "good") occur in a large
-    share of the memories; in a short memory such a word outweighs the rare word that
-    carries the question. BM25's idf discounts them too little. The store supplies each
-    term's document count (FTS5: ``SELECT count(*) FROM fts WHERE fts MATCH '"term"'``).
-    When every term is common, the least common one is kept.
+    The one rule for a too-common word, wherever it is applied: SQLite's lexical search
+    leaves out the terms bm25 gives no weight (``storage.sqlite.terms.CommonTerms``, in
+    half the rows or more), and the benchmark's ``drop-common-terms`` ablation those in
+    more than a fifth of the turns. A question made only of common words keeps them all
+    rather than one of them: which is least common is not known where the counts stop at
+    the threshold (CommonTerms counts no further than half the rows), and the rows holding
+    any of them are then as good candidates as the rows holding one.
     """
-    if total_documents <= 0 or not terms:
-        return list(terms)
-    kept = [t for t in terms if document_counts.get(t, 0) <= max_share * total_documents]
-    if kept:
-        return kept
-    return [min(terms, key=lambda t: document_counts.get(t, 0))]
+    kept = [term for term in terms if term not in common]
+    return kept or list(terms)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,7 @@ __all__ = [
     "fuse",
     "fuse_scores",
     "lift_head",
+    "neighbour_offsets",
     "rank",
     "text_shape",
     "weaker_after_stronger",
@@ -116,7 +117,7 @@ class RankingConfig:
     when_weight: float = 0.1
     date_weight: float = 0.1
     day_weight: float = 0.4
-    speaker_weight: float = 0.1
+    speaker_weight: float = 0.5
     importance_weight: float = 0.2
     confidence_weight: float = 0.2
     recency_weight: float = 0.1
@@ -443,16 +444,13 @@ def _dedupe(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def _fuse(candidates: Sequence[Candidate], config: RankingConfig) -> dict[str, float]:
-    if config.fusion == "rrf":
-        return {
-            c.memory_id: _rrf(c.lexical_rank, config.rrf_k) + _rrf(c.vector_rank, config.rrf_k)
-            for c in candidates
-        }
     return fuse_scores(
         [c.memory_id for c in candidates],
         [c.lexical_score for c in candidates],
         [c.vector_score for c in candidates],
         config,
+        lexical_ranks=[c.lexical_rank for c in candidates],
+        vector_ranks=[c.vector_rank for c in candidates],
     )
 
 
@@ -461,11 +459,24 @@ def fuse_scores(
     lexical_scores: Sequence[float | None],
     vector_scores: Sequence[float | None],
     config: RankingConfig = DEFAULT_RANKING,
+    *,
+    lexical_ranks: Sequence[int | None] | None = None,
+    vector_ranks: Sequence[int | None] | None = None,
 ) -> dict[str, float]:
-    """Step 1's score fusion over parallel lists (``None``: not found by that index), for
+    """Step 1's fusion over parallel lists (``None``: not found by that index), for
     callers that hold index scores without :class:`Candidate` values (recall's first stage
     fuses ~900 per recall, and building a frozen candidate for each cost more than the
-    fusion). ``config.fusion`` must be ``"score"``."""
+    fusion). The one place the fusion mode is chosen: ``config.fusion == "rrf"`` fuses
+    the ranks, which it then needs (``lexical_ranks``, ``vector_ranks``)."""
+    if config.fusion == "rrf":
+        if lexical_ranks is None or vector_ranks is None:
+            raise ValueError("rank fusion (fusion='rrf') needs the lexical and vector ranks")
+        return {
+            memory_id: _rrf(lexical_rank, config.rrf_k) + _rrf(vector_rank, config.rrf_k)
+            for memory_id, lexical_rank, vector_rank in zip(
+                ids, lexical_ranks, vector_ranks, strict=True
+            )
+        }
     lexical = [s for s in lexical_scores if s is not None]
     vector = [s for s in vector_scores if s is not None]
     best_lexical = max(lexical, default=0.0)
@@ -503,6 +514,13 @@ def _rrf(rank_: int | None, k: int) -> float:
     return 0.0 if rank_ is None else 1.0 / (k + rank_)
 
 
+def neighbour_offsets(config: RankingConfig = DEFAULT_RANKING) -> tuple[int, ...]:
+    """The positions (``seq`` offsets in the same session) whose turns lift a memory in the
+    neighbour step: ±1 … ±``neighbour_span``, nearest first (none when the span is below 1).
+    Recall's first stage brings the same neighbours along (``core.firststage``)."""
+    return tuple(o for span in range(1, config.neighbour_span + 1) for o in (-span, span))
+
+
 def _neighbour_lift(
     candidates: Sequence[Candidate], base: Mapping[str, float], config: RankingConfig
 ) -> dict[str, float]:
@@ -514,7 +532,7 @@ def _neighbour_lift(
         if c.session is not None and c.seq is not None:
             key = (c.session, c.seq)
             by_position[key] = max(by_position.get(key, 0.0), base[c.memory_id])
-    offsets = [o for span in range(1, config.neighbour_span + 1) for o in (-span, span)]
+    offsets = neighbour_offsets(config)
     lift = {}
     for c in candidates:
         if c.session is None or c.seq is None:

@@ -35,7 +35,7 @@ from troth.core.query import content_terms
 from troth.core.ranking import RankedHit, lift_head
 from troth.embedding import Embedder
 
-__all__ = ["DEFAULT_INTERACTION", "Interaction", "WordVectors", "maxsim", "rerank", "word_vectors"]
+__all__ = ["DEFAULT_INTERACTION", "Interaction", "WordVectors", "rerank", "word_vectors"]
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -109,13 +109,6 @@ def word_vectors(embedder: Embedder) -> WordVectors:
         if found is None:
             found = _SHARED[key] = WordVectors(embedder)
         return found
-
-
-def maxsim(question: FloatMatrix, memory: FloatMatrix) -> float:
-    """Mean over the question's word vectors of the best cosine with a memory word."""
-    if not len(question) or not len(memory):
-        return 0.0
-    return float((question @ memory.T).max(axis=1).mean())
 
 
 def rerank(

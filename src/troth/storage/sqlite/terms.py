@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from troth.core.query import Term
+from troth.core.query import Term, drop_common_terms
 
 __all__ = ["CommonTerms"]
 
@@ -41,14 +41,15 @@ class CommonTerms:
     def scored(
         self, db: Any, terms: Sequence[Term], match: Callable[[Sequence[Term]], str]
     ) -> list[Term]:
-        """``terms`` without those bm25 gives no weight, unless that would leave none."""
+        """``terms`` without those bm25 gives no weight, unless every one is such a term
+        (the rule of ``core.query.drop_common_terms``)."""
         if len(terms) < 2:
             return list(terms)
         total = int(db.execute("SELECT coalesce(max(rid), 0) FROM memories").fetchone()[0])
         if total < 64:  # small ledgers: nothing to save
             return list(terms)
-        kept = [term for term in terms if not self._common(db, term, total, match)]
-        return kept or list(terms)
+        common = {term for term in terms if self._common(db, term, total, match)}
+        return drop_common_terms(terms, common)
 
     def _common(
         self, db: Any, term: Term, total: int, match: Callable[[Sequence[Term]], str]
