@@ -18,11 +18,21 @@ Usage::
     .venv/bin/python -m bench.scale                                  # sqlite 10k,100k
     .venv/bin/python -m bench.scale --backend postgres --sizes 10000,100000
     .venv/bin/python -m bench.scale --sizes 1000000                 # long: hours at worst
+    .venv/bin/python -m bench.scale --sizes 1000000 --keep /tmp/s1m  # build once, keep it
+    .venv/bin/python -m bench.scale --sizes 1000000 --keep /tmp/s1m --profile first.prof
+
+``--keep DIR`` (SQLite) builds the store in DIR and keeps it, with the questions it asks;
+a later run with the same DIR and size opens that store instead of building it again, in a
+fresh process: its first query then also verifies and folds the owner's whole chain (what
+any process's first read does), which a run that ingested wrote itself and never folds.
+Its ingest figures are those of the run that built it. ``--profile FILE`` writes cProfile
+statistics of the first query (``python -m pstats FILE``).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import platform
@@ -125,11 +135,13 @@ def machine() -> str:
 
 
 @contextmanager
-def sqlite_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
-    """A SQLite store in a temporary home; yields it, a size function and a label."""
+def sqlite_store(keep: Path | None = None) -> Iterator[tuple[Store, Callable[[], int], str]]:
+    """A SQLite store in a temporary home (or in ``keep``, which is kept); yields it, a
+    size function and a label."""
     from troth.storage.sqlite import SQLiteStore
 
-    home = Path(tempfile.mkdtemp(prefix="troth-scale-"))
+    home = keep or Path(tempfile.mkdtemp(prefix="troth-scale-"))
+    home.mkdir(parents=True, exist_ok=True)
     store = SQLiteStore(home / "troth.db")
 
     def size() -> int:
@@ -140,7 +152,8 @@ def sqlite_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
         yield store, size, "SQLite (WAL, synchronous=FULL) + FTS5 + sqlite-vec"
     finally:
         store.close()
-        shutil.rmtree(home, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 @contextmanager
@@ -185,42 +198,64 @@ def postgres_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run(backend: str, size: int, progress: Callable[[str, int, int], None]) -> dict[str, Any]:
-    """Ingest ``size`` memories and time ``QUERIES`` recalls; the result record."""
+def run(
+    backend: str,
+    size: int,
+    progress: Callable[[str, int, int], None],
+    keep: Path | None = None,
+    profile: Path | None = None,
+) -> dict[str, Any]:
+    """Ingest ``size`` memories and time ``QUERIES`` recalls; the result record.
+
+    ``keep``: build the store there and keep it, or open the one a run of the same size
+    built there (see the module's docstring); ``profile``: cProfile the first query.
+    """
     corpus = Corpus()
     embedder = StaticEmbedder.default()
-    opener = sqlite_store if backend == "sqlite" else postgres_store
+    built_record = None if keep is None else keep / f"built-{size}.json"
+    reused = built_record is not None and built_record.exists()
+    if keep is None:
+        opener = sqlite_store if backend == "sqlite" else postgres_store
+    elif backend == "sqlite":
+        opener = lambda: sqlite_store(keep)  # noqa: E731 - one call site
+    else:
+        raise SystemExit("bench.scale: --keep is for the SQLite backend")
     with opener() as (store, db_size, label):
         memory = Memory(store, policy=load_policy(None), principal=OWNER, embedder=embedder)
-        samples: list[str] = []
-        pick_every = max(1, size // QUERIES)
-        batch: list[dict[str, Any]] = []
-        started = time.perf_counter()
-        done = 0
-        # A first load: the store may defer index upkeep to one build, counted in the rate.
-        with memory.bulk_load():
-            for index, item in enumerate(corpus.items(size)):
-                batch.append(item)
-                if index % pick_every == 0 and len(samples) < QUERIES:
-                    samples.append(item["text"])
-                if len(batch) == BATCH:
-                    memory.remember_many(batch)
-                    done += len(batch)
-                    batch = []
-                    progress("ingest", done, size)
-            if batch:
-                memory.remember_many(batch)
-                done += len(batch)
-                progress("ingest", done, size)
-            built = time.perf_counter()
-        build_s = time.perf_counter() - built
-        ingest_s = time.perf_counter() - started
+        if reused:
+            assert built_record is not None
+            built = json.loads(built_record.read_text())
+            samples: list[str] = built["samples"]
+            ingest_s, build_s = built["ingest_s"], built["index_build_s"]
+            corpus.random = np.random.default_rng(built["question_seed"])
+        else:
+            samples, ingest_s, build_s = ingest(memory, corpus, size, progress)
+            if built_record is not None:
+                built_record.write_text(
+                    json.dumps(
+                        {
+                            "samples": samples,
+                            "ingest_s": ingest_s,
+                            "index_build_s": build_s,
+                            "question_seed": SEED + size,
+                        }
+                    )
+                )
+            if keep is not None:
+                corpus.random = np.random.default_rng(SEED + size)
         questions = [corpus.question(text) for text in samples]
+        profiler = cProfile.Profile() if profile is not None else None
         cold_started, cold_cpu = time.perf_counter(), time.thread_time()
+        if profiler is not None:
+            profiler.enable()
         memory.recall(Query(text=questions[0], limit=10))
+        if profiler is not None:
+            profiler.disable()
         cold_ms = (time.perf_counter() - cold_started) * 1000
         # The thread's own CPU too: on a shared machine the wall time includes waiting.
         cold_cpu_ms = (time.thread_time() - cold_cpu) * 1000
+        if profiler is not None and profile is not None:
+            profiler.dump_stats(profile)
         timings = []
         for i, question in enumerate(questions):
             t = time.perf_counter()
@@ -228,7 +263,8 @@ def run(backend: str, size: int, progress: Callable[[str, int, int], None]) -> d
             timings.append((time.perf_counter() - t) * 1000)
             progress("query", i + 1, len(questions))
         ordered = sorted(timings)
-        return {
+        command = f"python -m bench.scale --backend {backend} --sizes {size}"
+        result = {
             "backend": backend,
             "store": label,
             "memories": size,
@@ -242,8 +278,43 @@ def run(backend: str, size: int, progress: Callable[[str, int, int], None]) -> d
             "db_bytes": db_size(),
             "machine": machine(),
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-            "command": f"python -m bench.scale --backend {backend} --sizes {size}",
+            "command": command + (" --keep DIR" if keep is not None else ""),
         }
+        if reused:
+            result["note"] = (
+                "store reopened from --keep in a fresh process: the first query includes"
+                " verifying and folding the whole chain; ingest figures from the run that built it"
+            )
+        return result
+
+
+def ingest(
+    memory: Memory, corpus: Corpus, size: int, progress: Callable[[str, int, int], None]
+) -> tuple[list[str], float, float]:
+    """Remember ``size`` generated memories; the question samples, ingest and build seconds."""
+    samples: list[str] = []
+    pick_every = max(1, size // QUERIES)
+    batch: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    done = 0
+    # A first load: the store may defer index upkeep to one build, counted in the rate.
+    with memory.bulk_load():
+        for index, item in enumerate(corpus.items(size)):
+            batch.append(item)
+            if index % pick_every == 0 and len(samples) < QUERIES:
+                samples.append(item["text"])
+            if len(batch) == BATCH:
+                memory.remember_many(batch)
+                done += len(batch)
+                batch = []
+                progress("ingest", done, size)
+        if batch:
+            memory.remember_many(batch)
+            done += len(batch)
+            progress("ingest", done, size)
+        built = time.perf_counter()
+    build_s = time.perf_counter() - built
+    return samples, time.perf_counter() - started, build_s
 
 
 def section(records: Sequence[dict[str, Any]]) -> str:
@@ -307,6 +378,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes")
     parser.add_argument("--no-docs", action="store_true", help="do not update benchmarks.md")
+    parser.add_argument(
+        "--keep", type=Path, help="build the SQLite store in this folder and keep it; reuse it"
+    )
+    parser.add_argument("--profile", type=Path, help="write cProfile stats of the first query")
     args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
 
@@ -317,7 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     for size in sizes:
         print(f"== {args.backend} {size:,}", file=sys.stderr, flush=True)
-        result = run(args.backend, size, progress)
+        keep = None if args.keep is None else args.keep / f"{args.backend}-{size}"
+        result = run(args.backend, size, progress, keep, args.profile)
         print(json.dumps(result), flush=True)
         out = RESULTS / f"scale-{args.backend}-{size}.json"
         out.write_text(json.dumps(result, indent=2) + "\n")

@@ -10,6 +10,8 @@ connection, as another process's would.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from tests.backends import connection, execute
@@ -36,18 +38,18 @@ def test_a_first_read_while_another_writer_commits_serves_and_then_follows(
 ) -> None:
     writer = processes.wrote(5, "Alice's note number {n}")
     store = processes.store()  # a second process's store
-    counted = store.count
+    counted = store.counts
     calls = 0
 
-    def count_while_another_commits(owner: str, query: MemoryFilter) -> int:
+    def count_while_another_commits(owner: str, queries: Sequence[MemoryFilter]) -> list[int]:
         # Between the chain read and the census, another writer commits.
         nonlocal calls
         calls += 1
         if calls == 1:
             in_another_thread(lambda: writer.remember("written while the reader folds"))
-        return counted(owner, query)
+        return counted(owner, queries)
 
-    store.count = count_while_another_commits  # type: ignore[method-assign]
+    store.counts = count_while_another_commits  # type: ignore[method-assign]
     reader = processes.open(store)
     first = reader.memories(ALICE)
     assert calls > 0, "the census did not run, so the race was not made"

@@ -97,6 +97,10 @@ class CheckedStore:
         """As the backend."""
         return self.raw.count(owner, query)
 
+    def counts(self, owner: str, queries: Sequence[MemoryFilter]) -> list[int]:
+        """As the backend."""
+        return self.raw.counts(owner, queries)
+
     def snapshot(self) -> AbstractContextManager[None]:
         """As the backend."""
         return self.raw.snapshot()

@@ -219,6 +219,11 @@ class Store(Protocol):
         """How many memories a filter matches."""
         ...
 
+    def counts(self, owner: str, queries: Sequence[MemoryFilter]) -> list[int]:
+        """How many memories each filter matches (each as :meth:`count` would say), read
+        in one statement: one pass over the owner's rows, not one per filter."""
+        ...
+
     def projection(self, owner: str) -> dict[str, MemoryRecord]:
         """The whole stored projection of one owner."""
         ...

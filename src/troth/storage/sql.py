@@ -19,6 +19,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from typing import Any, Generic, TypeVar
 
@@ -399,11 +400,57 @@ class Filters:
         where, params = self.where(owner, query)
         return f"SELECT count(*) FROM memories WHERE {where}", params
 
+    def census(self, owner: str, queries: Sequence[MemoryFilter]) -> tuple[str, list[Any]]:
+        """One statement for :meth:`tally`: the owner's rows grouped by status (the owner
+        index's order, so one pass and no sort), with per group ``count(*)`` and, for each
+        filter's other conditions, ``count(*) FILTER (WHERE ...)`` (the clause
+        :meth:`counting` uses, less the owner and statuses)."""
+        columns = ["status", "count(*)"]
+        params: list[Any] = []
+        for clause, values in _distinct(self._rests(queries)):
+            columns.append(f"count(*) FILTER (WHERE {clause})")
+            params += values
+        statement = (
+            f"SELECT {', '.join(columns)} FROM memories"
+            f" WHERE owner = {self.placeholder} GROUP BY status"
+        )
+        return statement, [*params, owner]
+
+    def tally(self, queries: Sequence[MemoryFilter], groups: Iterable[Sequence[Any]]) -> list[int]:
+        """How many rows each filter matches, from the groups :meth:`census` selected:
+        the groups whose status it admits, each by its own conditions' column."""
+        rests = self._rests(queries)
+        distinct = _distinct(rests)
+        # The column of each filter: 1 (the group's count) when nothing but owner and
+        # statuses filters it, else that of its conditions.
+        at = [2 + distinct.index(rest) if rest[0] else 1 for rest in rests]
+        counts = [0] * len(queries)
+        for group in groups:
+            status = str(group[0])
+            for index, query in enumerate(queries):
+                if query.statuses is None or status in query.statuses:
+                    counts[index] += int(group[at[index]])
+        return counts
+
+    def _rests(self, queries: Sequence[MemoryFilter]) -> list[tuple[str, list[Any]]]:
+        """Each filter's conditions besides owner and statuses: (clause, parameters)."""
+        out = []
+        for query in queries:
+            clauses, params = self.conditions(replace(query, statuses=None))
+            out.append((" AND ".join(clauses), params))
+        return out
+
     def where(self, owner: str, query: MemoryFilter, alias: str = "") -> tuple[str, list[Any]]:
         """The clause (columns prefixed by ``alias.`` when given) and its parameters."""
+        clauses, params = self.conditions(query, alias)
+        owned = f"{alias}.owner" if alias else "owner"
+        return " AND ".join([f"{owned} = {self.placeholder}", *clauses]), [owner, *params]
+
+    def conditions(self, query: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
+        """The filter's clauses besides the owner's, and their parameters."""
         p, ph = f"{alias}." if alias else "", self.placeholder
-        clauses = [f"{p}owner = {ph}"]
-        params: list[Any] = [owner]
+        clauses: list[str] = []
+        params: list[Any] = []
 
         def add(clause: str, values: list[Any]) -> None:
             clauses.append(clause)
@@ -423,7 +470,16 @@ class Filters:
             clauses.append(f"{p}sensitivity <> 'sensitive'")
         if query.tags:
             add(*self.has_tags(p, query.tags))
-        return " AND ".join(clauses), params
+        return clauses, params
+
+
+def _distinct(rests: Sequence[tuple[str, list[Any]]]) -> list[tuple[str, list[Any]]]:
+    """The non-empty conditions, each once, in order (parameters may be lists: no hashing)."""
+    out: list[tuple[str, list[Any]]] = []
+    for rest in rests:
+        if rest[0] and rest not in out:
+            out.append(rest)
+    return out
 
 
 # -- migrations ------------------------------------------------------------------------
@@ -519,6 +575,11 @@ class SQLReads:
         """How many memories a filter matches."""
         row = self._connection().execute(*self.filters.counting(owner, query)).fetchone()
         return int(row[0]) if row else 0
+
+    def counts(self, owner: str, queries: Sequence[MemoryFilter]) -> list[int]:
+        """How many memories each filter matches, in one statement (``Filters.census``)."""
+        groups = self._connection().execute(*self.filters.census(owner, queries)).fetchall()
+        return self.filters.tally(queries, groups)
 
     def pending_erasures(self) -> int:
         """Erasures committed but not yet compacted out of every file."""

@@ -72,30 +72,56 @@ class SQLiteSearch:
         self, db: Any, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
     ) -> list[Hit]:
         """Full-text candidates (bm25, lower is better in FTS5; returned negated)."""
-        match = fts5_match(self.common.scored(db, [t for t in terms if t.text], fts5_match))
+        words = [t for t in terms if t.text]
+        # The terms are chosen at the index size (N) the last search read, and this
+        # search reads its own N in its statement: only if the terms that N decides
+        # differ (the index grew or shrank past a cached count's drift) is it run again.
+        seen = self.common.total
+        kept = self.common.scored(db, words, fts5_match, seen)
+        hits, total = self._lexical(db, owner, kept, limit, query)
+        if total is None:  # nothing to match: nothing was read
+            return hits
+        self.common.total = total
+        if len(words) >= 2 and seen != total:
+            again = self.common.scored(db, words, fts5_match, total)
+            if again != kept:
+                hits, _ = self._lexical(db, owner, again, limit, query)
+        return hits
+
+    def _lexical(
+        self, db: Any, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
+    ) -> tuple[list[Hit], int | None]:
+        """The hits of these terms, and the index size N read in the same statement (None
+        when there is nothing to match)."""
+        match = fts5_match(terms)
         if not match:
-            return []
+            return [], None
         where, params = FILTERS.where(owner, query, alias="m")
         # FTS5 scores its matches first (over every owner's rows) and SQLite's sorter keeps
         # the best (bm25 is FTS5's `rank`; called by name, the top-N is SQLite's heap
         # rather than FTS5's rank sorter, ~40% less CPU at 100k memories, and ties break
-        # by rowid as the order below does); the best are then joined and filtered. While too few pass, more are read. Left to
-        # itself the planner would walk the owner's rows and probe FTS5 for each.
+        # by rowid as the order below does); the best are then joined and filtered. While
+        # too few pass, more are read. Left to itself the planner would walk the owner's
+        # rows and probe FTS5 for each.
         # The matches come back as ONE row (a JSON array, scores printed exactly): every
         # row fetched lets go of the GIL and takes it back, and under a server's many
-        # threads each take waits in line, so a thousand rows cost a thousand waits.
+        # threads each take waits in line, so a thousand rows cost a thousand waits. The
+        # index size the common terms are decided at rides in the same row.
         want = limit * 2 + 64
+        total: int | None = None
         while True:
             try:
-                packed = db.execute(
+                packed, size = db.execute(
                     "WITH f AS MATERIALIZED (SELECT rowid, bm25(memory_fts) AS score"
                     " FROM memory_fts WHERE memory_fts MATCH ? ORDER BY score, rowid LIMIT ?)"
-                    " SELECT json_group_array(json_array(m.id, printf('%!.17g', f.score), m.rid, m.seq))"
+                    " SELECT json_group_array(json_array(m.id, printf('%!.17g', f.score), m.rid, m.seq)),"
+                    f" ({CommonTerms.TOTAL})"
                     f" FROM f CROSS JOIN memories m ON m.rid = f.rowid WHERE {where}",
                     [match, want, *params],
-                ).fetchone()[0]
+                ).fetchone()
             except sqlite3.OperationalError as exc:
                 raise StorageError(f"full-text query failed: {exc}", match=match) from exc
+            total = int(size) if total is None else total
             rows = sorted(
                 (
                     (str(i), float(score), int(rid), int(seq))
@@ -105,15 +131,16 @@ class SQLiteSearch:
             )
             if len(rows) >= limit:
                 break
-            total = db.execute(
+            matched = db.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)",
                 (match, want + 1),
             ).fetchone()[0]
-            if total <= want:
+            if matched <= want:
                 break
             want *= 4
         rows = rows[:limit]
-        return [Hit(row[0], rank, -float(row[1]), row[3]) for rank, row in enumerate(rows, start=1)]
+        hits = [Hit(row[0], rank, -float(row[1]), row[3]) for rank, row in enumerate(rows, start=1)]
+        return hits, total
 
     def recall_rows(self, db: Any, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
         """The ranking fields of these memories, from their rows' ``recall`` column."""

@@ -13,7 +13,11 @@ which scored ~0, are no longer fetched.
 A term's row count is counted once (in C, no scoring: up to N/2 + 1 rows) and cached
 until the index has grown or shrunk by an eighth since. N is the largest projection rid,
 never below the index's row count, so a term is only ever left out when its idf is
-clamped.
+clamped. The search reads N in its own statement (:attr:`CommonTerms.total` keeps the
+last one read); terms are chosen with the N the previous search read, and the search is
+run again with the terms chosen at its own N in the rare case they differ: no statement
+of its own reads N, and the terms are those of an N read with a search, as sound as
+reading N just before it (which is what it did).
 """
 
 from __future__ import annotations
@@ -34,18 +38,28 @@ _MAX_CACHED = 4096
 class CommonTerms:
     """A per-store cache of which lexical terms are in at least half the index's rows."""
 
+    #: The statement a search reads N with (as a column of its own statement).
+    TOTAL = "SELECT coalesce(max(rid), 0) FROM memories"
+
     def __init__(self) -> None:
         self._known: dict[tuple[str, bool], tuple[int, bool]] = {}
         self._lock = threading.Lock()
+        #: The N the last search read (None before the first).
+        self.total: int | None = None
 
     def scored(
-        self, db: Any, terms: Sequence[Term], match: Callable[[Sequence[Term]], str]
+        self,
+        db: Any,
+        terms: Sequence[Term],
+        match: Callable[[Sequence[Term]], str],
+        total: int | None = None,
     ) -> list[Term]:
-        """``terms`` without those bm25 gives no weight, unless every one is such a term
-        (the rule of ``core.query.drop_common_terms``)."""
+        """``terms`` without those bm25 gives no weight at ``total`` rows (read here when
+        None), unless every one is such a term (the rule of ``core.query.drop_common_terms``)."""
         if len(terms) < 2:
             return list(terms)
-        total = int(db.execute("SELECT coalesce(max(rid), 0) FROM memories").fetchone()[0])
+        if total is None:
+            total = int(db.execute(self.TOTAL).fetchone()[0])
         if total < 64:  # small ledgers: nothing to save
             return list(terms)
         common = {term for term in terms if self._common(db, term, total, match)}
