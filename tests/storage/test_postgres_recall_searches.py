@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from tests.conftest import vector_facade
+from tests.pg import frontend_messages
 from troth.core.query import candidate_limits, lexical_terms
 from troth.service.memory import Memory
 from troth.service.recall import Query
@@ -35,16 +36,7 @@ _QUESTIONS = ["which tea in the morning", "train to Lisbon", "piano lessons", "a
 
 def _syncs(db: psycopg.Connection[Any], trace: Path, work: Callable[[], object]) -> int:
     """How many times ``db`` waited for the server (libpq Sync messages) while ``work`` ran."""
-    pgconn = db.pgconn
-    with trace.open("w") as sink:
-        pgconn.trace(sink.fileno())
-        pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
-        try:
-            work()
-        finally:
-            pgconn.untrace()
-    lines = [line.split("\t") for line in trace.read_text().splitlines()]
-    return sum(1 for f in lines if len(f) > 2 and f[0] == "F" and f[2].startswith("Sync"))
+    return frontend_messages(db, trace, work).count("Sync")
 
 
 def _loaded(pg_url: str) -> tuple[PostgresStore, Memory]:
