@@ -125,6 +125,7 @@ def test_inside_a_snapshot_both_searches_read_its_view(pg_url: str, tmp_path: Pa
 
         def search() -> None:
             with store.snapshot():
+                main = store._connection()
                 got.append(
                     store.candidates(
                         memory.principal,
@@ -134,6 +135,8 @@ def test_inside_a_snapshot_both_searches_read_its_view(pg_url: str, tmp_path: Pa
                         MemoryFilter(retrievable_only=True),
                     )
                 )
+                # still inside the snapshot's transaction: no search of it committed it
+                assert main.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
 
         assert _syncs(side, tmp_path / "side", search) == 0  # the side connection is idle
         assert got == [expected]

@@ -79,7 +79,7 @@ class RecallSearches:
             owner, len(embedding), vector_literal(embedding), limit, query
         )
         ef = ef_search(limit)
-        if self.iterative_scan and nested is None and psycopg.Pipeline.is_supported():
+        if nested is None and self.together(db):
             try:
                 with db.pipeline():
                     db.execute("BEGIN")
@@ -90,7 +90,9 @@ class RecallSearches:
                 _roll_back(db)
                 raise
             return _hits(found.fetchall())
-        # inside a write (a savepoint of it), or while the settings are not known yet
+        # inside a write (a savepoint of it) or a snapshot (psycopg's savepoint: a BEGIN
+        # and COMMIT of its own would end the snapshot), or while the settings are not
+        # known yet
         with nested() if nested is not None else db.transaction():
             if self.iterative_scan:
                 db.execute(search.SEARCH_SETTINGS, (ef,))
@@ -106,9 +108,10 @@ class RecallSearches:
             return _hits(db.execute(statement, arguments).fetchall())
 
     def together(self, db: psycopg.Connection[Any]) -> bool:
-        """Whether a recall on ``db`` may run its vector search on the side connection:
-        ``db`` holds no transaction (no write, no snapshot, whose view both must share)
-        and the vector settings are known to travel in one pipeline."""
+        """Whether the vector search may travel as its own pipelined transaction, and so
+        on the side connection beside a lexical search on ``db``: ``db`` holds no
+        transaction (no write, no snapshot, whose view the search must share) and the
+        server is known to take both settings."""
         return (
             bool(self.iterative_scan)
             and psycopg.Pipeline.is_supported()

@@ -424,6 +424,7 @@ class PostgresStore(sql.SQLReads):
         db = self._connection()
         if (
             embedding is None
+            or not terms  # one search: nothing to run beside it
             or getattr(self._local, "writing", None) is not None
             or not self._searches.together(db)
         ):
