@@ -90,17 +90,19 @@ class RecallSearches:
                 _roll_back(db)
                 raise
             return _hits(found.fetchall())
-        # inside a write (a savepoint of it) or a snapshot (psycopg's savepoint: a BEGIN
-        # and COMMIT of its own would end the snapshot), or while the settings are not
-        # known yet
-        with nested() if nested is not None else db.transaction():
+        # Inside a write (the write's savepoint: in a pipelined write psycopg counts the
+        # connection idle, and its own transaction() would commit half the write), inside
+        # a snapshot (psycopg's savepoint: a BEGIN and COMMIT of its own would end the
+        # snapshot), or while the settings are not known yet.
+        scope = nested if nested is not None else db.transaction
+        with scope():
             if self.iterative_scan:
                 db.execute(search.SEARCH_SETTINGS, (ef,))
             else:
                 db.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef,))
                 if self.iterative_scan is None:
                     try:
-                        with db.transaction():
+                        with scope():
                             db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                         self.iterative_scan = True
                     except psycopg.Error:
