@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -74,3 +75,20 @@ class TestServer:
     def stop(self) -> None:
         """Stop the server and delete its data directory."""
         self.server.cleanup()
+
+
+def frontend_messages(
+    db: psycopg.Connection[Any], trace: Path, work: Callable[[], object]
+) -> list[str]:
+    """The messages libpq sent on ``db`` while ``work`` ran, e.g. ``["Parse", …, "Sync"]``
+    (its own protocol trace, written to ``trace``): each Sync is a wait for the server."""
+    pgconn = db.pgconn
+    with trace.open("w") as sink:
+        pgconn.trace(sink.fileno())
+        pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            work()
+        finally:
+            pgconn.untrace()
+    lines = [line.split("\t") for line in trace.read_text().splitlines()]
+    return [fields[2].split(" ")[0] for fields in lines if len(fields) > 2 and fields[0] == "F"]

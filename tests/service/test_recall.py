@@ -253,8 +253,9 @@ def test_a_memorys_own_exact_text_ranks_first(
 
 
 class _CountingStore:
-    """Wraps a store; its lexical search waits until ``together`` searches are inside it at
-    once (a barrier: fewer, and it times out) and records the most that ever were."""
+    """Wraps a store; its searches (``candidates``, both indexes in one call) wait until
+    ``together`` recalls are inside them at once (a barrier: fewer, and it times out) and
+    record the most that ever were."""
 
     def __init__(self, inner: SQLiteStore, together: int) -> None:
         self._inner = inner
@@ -263,13 +264,13 @@ class _CountingStore:
         self.running = 0
         self.most = 0
 
-    def lexical(self, *args: Any, **kwargs: Any) -> Any:
+    def candidates(self, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             self.running += 1
             self.most = max(self.most, self.running)
         try:
             self._barrier.wait()
-            return self._inner.lexical(*args, **kwargs)
+            return self._inner.candidates(*args, **kwargs)
         finally:
             with self._lock:
                 self.running -= 1

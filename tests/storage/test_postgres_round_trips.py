@@ -13,23 +13,15 @@ import psycopg
 import pytest
 
 from tests.conftest import vector_facade
+from tests.pg import frontend_messages
 from troth.service.memory import Memory
 from troth.storage.base import Hit, MemoryFilter
 from troth.storage.postgres import PostgresStore
 
 
 def _messages(store: PostgresStore, trace: Path, work: Callable[[], object]) -> list[str]:
-    """The frontend messages libpq sent while ``work`` ran, e.g. ``["Parse", …, "Sync"]``."""
-    pgconn = store._connection().pgconn
-    with trace.open("w") as sink:
-        pgconn.trace(sink.fileno())
-        pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
-        try:
-            work()
-        finally:
-            pgconn.untrace()
-    lines = [line.split("\t") for line in trace.read_text().splitlines()]
-    return [fields[2].split(" ")[0] for fields in lines if len(fields) > 2 and fields[0] == "F"]
+    """The frontend messages libpq sent on the store's connection while ``work`` ran."""
+    return frontend_messages(store._connection(), trace, work)
 
 
 def _facade(pg_url: str) -> tuple[PostgresStore, Memory]:

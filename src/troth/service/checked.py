@@ -15,10 +15,18 @@ from contextlib import AbstractContextManager, contextmanager
 
 from troth.core.errors import IntegrityError
 from troth.core.events import Record
-from troth.core.query import Term
+from troth.core.query import CandidateLimits, Term
 from troth.core.records import MemoryRecord
 from troth.service.readcheck import ReadCheck
-from troth.storage.base import Hit, MemoryFilter, RecallRow, Store, Tip, Transaction
+from troth.storage.base import (
+    Candidates,
+    Hit,
+    MemoryFilter,
+    RecallRow,
+    Store,
+    Tip,
+    Transaction,
+)
 
 __all__ = ["CheckedStore"]
 
@@ -123,6 +131,18 @@ class CheckedStore:
         """Candidates, once the owner's chain holds (as :meth:`lexical`)."""
         self.check.chain(owner)
         return self.raw.vector(owner, embedding, limit, query)
+
+    def candidates(
+        self,
+        owner: str,
+        terms: Sequence[Term],
+        embedding: Sequence[float] | None,
+        limits: CandidateLimits,
+        query: MemoryFilter,
+    ) -> Candidates:
+        """Both searches, once the owner's chain holds (as :meth:`lexical`; checked once)."""
+        self.check.chain(owner)
+        return self.raw.candidates(owner, terms, embedding, limits, query)
 
     def vector_model(self) -> tuple[str, int] | None:
         """As the backend."""

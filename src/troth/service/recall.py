@@ -217,22 +217,21 @@ def recall(
     found: dict[str, dict[str, Any]] = {}
     seqs: dict[str, int] = {}
     terms = lexical_terms(text) if "lexical" in query.indexes else ()
-    if terms:
-        for hit in store.lexical(owner, terms, limits.lexical, flt):
-            found.setdefault(hit.memory_id, {}).update(
-                lexical_rank=hit.rank, lexical_score=hit.score
-            )
-            if hit.seq is not None:
-                seqs[hit.memory_id] = hit.seq
+    vector = None
     if embedder is not None and "vector" in query.indexes:
         vector = embedder.embed([text])[0]
-        if vector.any():
-            for hit in store.vector(owner, vector, limits.vector, flt):
-                found.setdefault(hit.memory_id, {}).update(
-                    vector_rank=hit.rank, vector_score=hit.score
-                )
-                if hit.seq is not None:
-                    seqs[hit.memory_id] = hit.seq
+        if not vector.any():
+            vector = None
+    # Both searches in one call: a server backend runs them at once (docs/retrieval.md).
+    searched = store.candidates(owner, terms, vector, limits, flt)
+    for hit in searched.lexical:
+        found.setdefault(hit.memory_id, {}).update(lexical_rank=hit.rank, lexical_score=hit.score)
+        if hit.seq is not None:
+            seqs[hit.memory_id] = hit.seq
+    for hit in searched.vector:
+        found.setdefault(hit.memory_id, {}).update(vector_rank=hit.rank, vector_score=hit.score)
+        if hit.seq is not None:
+            seqs[hit.memory_id] = hit.seq
     if not found:
         return []
     # The first stage (core.firststage): the full ranking reads and ranks the best

@@ -19,7 +19,7 @@ from troth.core.chain import Entry
 from troth.core.checkpoints import StoredReply as StoredReply
 from troth.core.errors import StaleTipError
 from troth.core.events import Record
-from troth.core.query import Term
+from troth.core.query import CandidateLimits, Term
 from troth.core.records import MemoryRecord
 
 
@@ -164,6 +164,29 @@ class Transaction(Protocol):
         ...
 
 
+class Candidates(NamedTuple):
+    """A recall's candidates from each index, best first (empty when it was not asked)."""
+
+    lexical: list[Hit]
+    vector: list[Hit]
+
+
+def searched_in_turn(
+    store: Store,
+    owner: str,
+    terms: Sequence[Term],
+    embedding: Sequence[float] | None,
+    limits: CandidateLimits,
+    query: MemoryFilter,
+) -> Candidates:
+    """``Store.candidates`` as one search after the other, for a store with nothing to gain
+    from running them together."""
+    return Candidates(
+        store.lexical(owner, terms, limits.lexical, query) if terms else [],
+        [] if embedding is None else store.vector(owner, embedding, limits.vector, query),
+    )
+
+
 class Store(Protocol):
     """A troth storage backend."""
 
@@ -246,6 +269,19 @@ class Store(Protocol):
         self, owner: str, embedding: Sequence[float], limit: int, query: MemoryFilter
     ) -> list[Hit]:
         """Nearest retrievable memories by cosine similarity (score), best first."""
+        ...
+
+    def candidates(
+        self,
+        owner: str,
+        terms: Sequence[Term],
+        embedding: Sequence[float] | None,
+        limits: CandidateLimits,
+        query: MemoryFilter,
+    ) -> Candidates:
+        """A recall's two searches: ``lexical`` over ``terms`` (none when there are none)
+        and ``vector`` near ``embedding`` (none without one), each to its limit; the same
+        hits as the two calls, which a server backend may run at once."""
         ...
 
     def vector_model(self) -> tuple[str, int] | None:

@@ -25,12 +25,21 @@ import psycopg
 from psycopg import sql as pgsql
 
 from troth.core.errors import IntegrityError, StorageError
-from troth.core.query import Term
+from troth.core.query import CandidateLimits, Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
-from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
+from troth.storage.base import (
+    Candidates,
+    Hit,
+    MemoryFilter,
+    RecallRow,
+    Tip,
+    searched_in_turn,
+    stale_tip,
+)
 from troth.storage.erasure import ERASURE_WAIT, Finisher
 from troth.storage.postgres import maintenance, schema, search
+from troth.storage.postgres.nearest import RecallSearches
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.search import FILTERS
 from troth.storage.postgres.transaction import (
@@ -39,7 +48,6 @@ from troth.storage.postgres.transaction import (
     PostgresTransaction,
     lock_head,
     memory_row,
-    vector_literal,
     write_error,
 )
 from troth.storage.rows import fts_body, memory_from_doc
@@ -73,7 +81,7 @@ class PostgresStore(sql.SQLReads):
         self.erasure_wait = erasure_wait
         self._erasures = Finisher(self._finish_erasures, "troth-erasure")
         self._connections = sql.Connections(self._connect, lambda db: not db.closed)
-        self._iterative_scan: bool | None = None  # known after the first vector query
+        self._searches = RecallSearches(self._connect)
         try:
             self.migrate()
         except StorageError:
@@ -394,49 +402,34 @@ class PostgresStore(sql.SQLReads):
         """Nearest retrievable memories by cosine similarity (higher is better), via HNSW.
 
         ``hnsw.ef_search`` is raised to the limit so the index returns as many neighbours
-        as asked; ``iterative_scan`` keeps reading when the filter drops some. Both are
-        set for this transaction only; once the server is known to take both, the
-        transaction (BEGIN, settings, query, COMMIT) travels as one pipeline: one round
-        trip.
+        as asked; ``iterative_scan`` keeps reading when the filter drops some; both for
+        this transaction only, sent with the query in one round trip once the server is
+        known to take them (``postgres.nearest``).
         """
-        statement, arguments = search.nearest_statement(
-            owner, len(embedding), vector_literal(embedding), limit, query
-        )
         db = self._connection()
-        ef_search = str(min(max(limit, 40), 1000))
+        writing = getattr(self._local, "writing", None) is not None
+        nested = (lambda: self._transaction(db)) if writing else None
+        return self._searches.vector(db, owner, embedding, limit, query, nested=nested)
+
+    def candidates(
+        self,
+        owner: str,
+        terms: Sequence[Term],
+        embedding: Sequence[float] | None,
+        limits: CandidateLimits,
+        query: MemoryFilter,
+    ) -> Candidates:
+        """Both searches of a recall, the vector one on a second connection while the
+        lexical one runs on this thread's (``postgres.nearest``): one wait, not two."""
+        db = self._connection()
         if (
-            self._iterative_scan
-            and getattr(self._local, "writing", None) is None
-            and psycopg.Pipeline.is_supported()
+            embedding is None
+            or not terms  # one search: nothing to run beside it
+            or getattr(self._local, "writing", None) is not None
+            or not self._searches.together(db)
         ):
-            try:
-                with db.pipeline():
-                    db.execute("BEGIN")
-                    db.execute(search.SEARCH_SETTINGS, (ef_search,))
-                    found = db.execute(statement, arguments)
-                    db.execute("COMMIT")
-            except BaseException:
-                self._roll_back(db)
-                raise
-        else:  # inside a write (a savepoint of it), or while the settings are not known yet
-            with self._transaction(db):
-                if self._iterative_scan:
-                    db.execute(search.SEARCH_SETTINGS, (ef_search,))
-                else:
-                    db.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef_search,))
-                    if self._iterative_scan is None:
-                        try:
-                            with self._transaction(db):
-                                db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                            self._iterative_scan = True
-                        except psycopg.Error:
-                            self._iterative_scan = False
-                found = db.execute(statement, arguments)
-        rows = found.fetchall()
-        return [
-            Hit(str(row[0]), rank, float(row[1]), int(row[2]))
-            for rank, row in enumerate(rows, start=1)
-        ]
+            return searched_in_turn(self, owner, terms, embedding, limits, query)
+        return self._searches.candidates(db, owner, terms, embedding, limits, query)
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -469,4 +462,5 @@ class PostgresStore(sql.SQLReads):
         """Stop finishing erasures (what is pending is finished on the next open) and close
         every connection this store opened."""
         self._erasures.close()
+        self._searches.close()
         self._connections.close(lambda db: db.close())

@@ -18,10 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from troth.core.errors import StorageError
-from troth.core.query import Term
+from troth.core.query import CandidateLimits, Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
-from troth.storage.base import Hit, MemoryFilter, RecallRow, Tip, stale_tip
+from troth.storage.base import (
+    Candidates,
+    Hit,
+    MemoryFilter,
+    RecallRow,
+    Tip,
+    searched_in_turn,
+    stale_tip,
+)
 from troth.storage.erasure import ERASURE_WAIT, Finisher, wait_until
 from troth.storage.rows import memory_from_doc
 from troth.storage.sqlite import schema
@@ -192,6 +200,17 @@ class SQLiteStore(sql.SQLReads):
     ) -> list[Hit]:
         """Nearest retrievable memories by cosine (higher is better); see ``SQLiteSearch``."""
         return self.search.vector(self._connection(), owner, embedding, limit, query)
+
+    def candidates(
+        self,
+        owner: str,
+        terms: Sequence[Term],
+        embedding: Sequence[float] | None,
+        limits: CandidateLimits,
+        query: MemoryFilter,
+    ) -> Candidates:
+        """Both searches, one after the other (one process: nothing to run at once)."""
+        return searched_in_turn(self, owner, terms, embedding, limits, query)
 
     def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
         """The ranking fields of these memories, read from their stored documents."""

@@ -1,0 +1,154 @@
+"""A recall's searches on PostgreSQL: the vector one pipelined, beside the lexical one.
+
+A recall asks for both its full-text and its nearest-neighbour candidates. At 100k
+memories each costs the server several milliseconds of work (the HNSW graph walk for
+500 neighbours is most of it, docs/benchmarks.md), and one backend runs its statements
+one after the other. ``RecallSearches.candidates`` sends the vector search on a second
+connection of the calling thread, in a pipeline that needs no answer yet, then runs the
+lexical search on the thread's own connection while the other backend walks the graph:
+the two run at once on two cores, and the recall waits for the longer, not the sum. Each
+search is its own statement, as when they ran one after the other, so the hits are the
+same. Inside a write or a snapshot (the thread's connection holds a transaction) both run
+on that connection, in its view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, suppress
+from typing import Any
+
+import psycopg
+
+from troth.core.query import CandidateLimits, Term
+from troth.storage import sql
+from troth.storage.base import Candidates, Hit, MemoryFilter
+from troth.storage.postgres import search
+from troth.storage.postgres.transaction import vector_literal
+
+
+def _hits(rows: Sequence[Any]) -> list[Hit]:
+    return [
+        Hit(str(row[0]), rank, float(row[1]), int(row[2])) for rank, row in enumerate(rows, start=1)
+    ]
+
+
+def _roll_back(db: psycopg.Connection[Any]) -> None:
+    # After a failed pipeline the server holds an open (or aborted) transaction.
+    if not db.closed and db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        with suppress(psycopg.Error):
+            db.execute("ROLLBACK")
+
+
+def ef_search(limit: int) -> str:
+    """``hnsw.ef_search`` for ``limit`` neighbours: the index returns as many as asked in
+    one pass (a lower value with the iterative scan was slower and missed more of the
+    exact top 50 at 100k memories: docs/retrieval.md)."""
+    return str(min(max(limit, 40), 1000))
+
+
+class RecallSearches:
+    """The vector search of one ``PostgresStore``, alone or beside its lexical search.
+
+    ``connect`` opens a connection like the store's own; each thread that searches gets a
+    second one from it (``side``), opened on its first recall and closed with the store.
+    """
+
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
+        self.side = sql.Connections(connect, lambda db: not db.closed)
+        self.iterative_scan: bool | None = None  # known after the first vector query
+
+    def vector(
+        self,
+        db: psycopg.Connection[Any],
+        owner: str,
+        embedding: Sequence[float],
+        limit: int,
+        query: MemoryFilter,
+        *,
+        nested: Callable[[], AbstractContextManager[None]] | None,
+    ) -> list[Hit]:
+        """The nearest memories on ``db``; ``nested`` is the open write's savepoint (None
+        outside a write).
+
+        ``hnsw.ef_search`` and ``iterative_scan`` are set for this transaction only; once
+        the server is known to take both, the transaction (BEGIN, settings, query,
+        COMMIT) travels as one pipeline: one round trip.
+        """
+        statement, arguments = search.nearest_statement(
+            owner, len(embedding), vector_literal(embedding), limit, query
+        )
+        ef = ef_search(limit)
+        if nested is None and self.together(db):
+            try:
+                with db.pipeline():
+                    db.execute("BEGIN")
+                    db.execute(search.SEARCH_SETTINGS, (ef,))
+                    found = db.execute(statement, arguments)
+                    db.execute("COMMIT")
+            except BaseException:
+                _roll_back(db)
+                raise
+            return _hits(found.fetchall())
+        # Inside a write (the write's savepoint: in a pipelined write psycopg counts the
+        # connection idle, and its own transaction() would commit half the write), inside
+        # a snapshot (psycopg's savepoint: a BEGIN and COMMIT of its own would end the
+        # snapshot), or while the settings are not known yet.
+        scope = nested if nested is not None else db.transaction
+        with scope():
+            if self.iterative_scan:
+                db.execute(search.SEARCH_SETTINGS, (ef,))
+            else:
+                db.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef,))
+                if self.iterative_scan is None:
+                    try:
+                        with scope():
+                            db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                        self.iterative_scan = True
+                    except psycopg.Error:
+                        self.iterative_scan = False
+            return _hits(db.execute(statement, arguments).fetchall())
+
+    def together(self, db: psycopg.Connection[Any]) -> bool:
+        """Whether the vector search may travel as its own pipelined transaction, and so
+        on the side connection beside a lexical search on ``db``: ``db`` holds no
+        transaction (no write, no snapshot, whose view the search must share) and the
+        server is known to take both settings."""
+        return (
+            bool(self.iterative_scan)
+            and psycopg.Pipeline.is_supported()
+            and db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        )
+
+    def candidates(
+        self,
+        db: psycopg.Connection[Any],
+        owner: str,
+        terms: Sequence[Term],
+        embedding: Sequence[float],
+        limits: CandidateLimits,
+        query: MemoryFilter,
+    ) -> Candidates:
+        """Both searches at once: the vector one sent on the side connection, the lexical
+        one run on ``db`` meanwhile (call only when :meth:`together` allows)."""
+        side = self.side.get()
+        statement, arguments = search.nearest_statement(
+            owner, len(embedding), vector_literal(embedding), limits.vector, query
+        )
+        try:
+            with side.pipeline():
+                # Sent now; the side backend works on it while this thread waits for the
+                # lexical answer. Leaving the block syncs the pipeline: its one wait.
+                side.execute("BEGIN")
+                side.execute(search.SEARCH_SETTINGS, (ef_search(limits.vector),))
+                found = side.execute(statement, arguments)
+                side.execute("COMMIT")
+                words = search.lexical(db, owner, terms, limits.lexical, query) if terms else []
+        except BaseException:
+            _roll_back(side)
+            raise
+        return Candidates(words, _hits(found.fetchall()))
+
+    def close(self) -> None:
+        """Close every side connection (a later recall opens a new one)."""
+        self.side.close(lambda db: db.close())
