@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from troth.core.errors import InvalidInputError
@@ -49,6 +50,9 @@ class Reads:
             raise InvalidInputError("max_concurrent_recalls must be a whole number of at least 1")
         self.max_concurrent_recalls = limit
         self._recall_gate = threading.BoundedSemaphore(limit)
+        # One helper thread per recall the gate lets in: it runs the vector search while
+        # the recall's own thread runs the lexical one (service.recall._searched).
+        self._searches = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="troth-vector")
 
     def get(self, memory_id: str, *, owner: str | None = None) -> MemoryRecord:
         """One memory, whatever its status."""
@@ -108,4 +112,6 @@ class Reads:
         )
         embedder = self.vectors.for_recall()
         with self._recall_gate:
-            return run_recall(self.store, embedder, whose, query, text=text, now=now)
+            return run_recall(
+                self.store, embedder, whose, query, text=text, now=now, pool=self._searches
+            )

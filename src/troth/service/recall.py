@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from concurrent.futures import Executor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from troth.core.firststage import shortlist
 from troth.core.query import (
+    CandidateLimits,
     QueryAnalysis,
     Term,
     analyze_query,
@@ -36,7 +38,7 @@ from troth.core.ranking import (
 from troth.core.records import MemoryRecord
 from troth.service.conflicts import conflicts_of, contradicted
 from troth.service.interaction import DEFAULT_INTERACTION, WordVectors, rerank, word_vectors
-from troth.storage.base import MemoryFilter, RecallRow
+from troth.storage.base import Hit, MemoryFilter, RecallRow
 
 if TYPE_CHECKING:
     from troth.embedding import Embedder
@@ -201,8 +203,13 @@ def recall(
     *,
     text: str,
     now: datetime,
+    pool: Executor | None = None,
 ) -> list[RecallHit]:
-    """Rank an owner's memories for a query (validated by the facade); best first."""
+    """Rank an owner's memories for a query (validated by the facade); best first.
+
+    With ``pool``, the vector search (the query's embedding, then the scan) runs on one of
+    its threads while this one runs the lexical search (see :func:`_searched`).
+    """
     flt = MemoryFilter(
         retrievable_only=query.as_of is None,
         # As of T: hidden memories too (their text is held); forgotten ones have none.
@@ -216,23 +223,15 @@ def recall(
     limits = candidate_limits(query.limit)
     found: dict[str, dict[str, Any]] = {}
     seqs: dict[str, int] = {}
-    terms = lexical_terms(text) if "lexical" in query.indexes else ()
-    if terms:
-        for hit in store.lexical(owner, terms, limits.lexical, flt):
-            found.setdefault(hit.memory_id, {}).update(
-                lexical_rank=hit.rank, lexical_score=hit.score
-            )
-            if hit.seq is not None:
-                seqs[hit.memory_id] = hit.seq
-    if embedder is not None and "vector" in query.indexes:
-        vector = embedder.embed([text])[0]
-        if vector.any():
-            for hit in store.vector(owner, vector, limits.vector, flt):
-                found.setdefault(hit.memory_id, {}).update(
-                    vector_rank=hit.rank, vector_score=hit.score
-                )
-                if hit.seq is not None:
-                    seqs[hit.memory_id] = hit.seq
+    lexical, vector = _searched(store, embedder, owner, query, text, flt, limits, pool)
+    for hit in lexical:
+        found.setdefault(hit.memory_id, {}).update(lexical_rank=hit.rank, lexical_score=hit.score)
+        if hit.seq is not None:
+            seqs[hit.memory_id] = hit.seq
+    for hit in vector:
+        found.setdefault(hit.memory_id, {}).update(vector_rank=hit.rank, vector_score=hit.score)
+        if hit.seq is not None:
+            seqs[hit.memory_id] = hit.seq
     if not found:
         return []
     # The first stage (core.firststage): the full ranking reads and ranks the best
@@ -281,6 +280,45 @@ def recall(
         if best.memory_id in held
     ]
     return _with_conflicts(store, owner, found_hits)
+
+
+def _searched(
+    store: Store,
+    embedder: Embedder | None,
+    owner: str,
+    query: Query,
+    text: str,
+    flt: MemoryFilter,
+    limits: CandidateLimits,
+    pool: Executor | None,
+) -> tuple[list[Hit], list[Hit]]:
+    """The lexical and the vector index's hits for the query.
+
+    Both searches spend most of their time in C that lets go of the GIL (SQLite's FTS5,
+    numpy's scan), so on two cores they overlap: with ``pool`` the vector search runs on a
+    pool thread (its own connection) while this thread runs the lexical one, and a recall
+    takes about the longer of the two rather than their sum (docs/retrieval.md). The
+    hits are the same either way; they are merged in the same order.
+    """
+    terms = lexical_terms(text) if "lexical" in query.indexes else ()
+    if embedder is None or "vector" not in query.indexes:
+        return (store.lexical(owner, terms, limits.lexical, flt) if terms else []), []
+    if not terms or pool is None:
+        lexical = store.lexical(owner, terms, limits.lexical, flt) if terms else []
+        return lexical, _vector_hits(store, embedder, owner, text, limits.vector, flt)
+    pending = pool.submit(_vector_hits, store, embedder, owner, text, limits.vector, flt)
+    try:
+        lexical = store.lexical(owner, terms, limits.lexical, flt)
+    finally:
+        wait([pending])  # never leave a search running behind a failed one
+    return lexical, pending.result()
+
+
+def _vector_hits(
+    store: Store, embedder: Embedder, owner: str, text: str, limit: int, flt: MemoryFilter
+) -> list[Hit]:
+    vector = embedder.embed([text])[0]
+    return store.vector(owner, vector, limit, flt) if vector.any() else []
 
 
 def _admitted(
