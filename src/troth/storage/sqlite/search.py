@@ -111,13 +111,16 @@ class SQLiteSearch:
         total: int | None = None
         while True:
             try:
+                # Only the best ``limit`` that pass are printed and parsed (SQLite's sorter
+                # orders them; the sort below is then one pass over sorted rows).
                 packed, size = db.execute(
                     "WITH f AS MATERIALIZED (SELECT rowid, bm25(memory_fts) AS score"
                     " FROM memory_fts WHERE memory_fts MATCH ? ORDER BY score, rowid LIMIT ?)"
-                    " SELECT json_group_array(json_array(m.id, printf('%!.17g', f.score), m.rid, m.seq)),"
-                    f" ({CommonTerms.TOTAL})"
-                    f" FROM f CROSS JOIN memories m ON m.rid = f.rowid WHERE {where}",
-                    [match, want, *params],
+                    " SELECT (SELECT json_group_array(json_array(i, s, r, q)) FROM (SELECT"
+                    " m.id AS i, printf('%!.17g', f.score) AS s, m.rid AS r, m.seq AS q FROM f"
+                    f" CROSS JOIN memories m ON m.rid = f.rowid WHERE {where}"
+                    f" ORDER BY f.score, f.rowid LIMIT ?)), ({CommonTerms.TOTAL})",
+                    [match, want, *params, limit],
                 ).fetchone()
             except sqlite3.OperationalError as exc:
                 raise StorageError(f"full-text query failed: {exc}", match=match) from exc
@@ -138,7 +141,6 @@ class SQLiteSearch:
             if matched <= want:
                 break
             want *= 4
-        rows = rows[:limit]
         hits = [Hit(row[0], rank, -float(row[1]), row[3]) for rank, row in enumerate(rows, start=1)]
         return hits, total
 
