@@ -329,7 +329,8 @@ def section(records: Sequence[dict[str, Any]]) -> str:
         " `Memory.bulk_load()` (PostgreSQL builds its HNSW index once at the end; the build"
         " counts in the ingest rate); 200 generated questions"
         " through `Memory.recall(limit=10)` after one warm-up query (its time is the"
-        " 'first query' column: loading the vector copy). Bars: ingest ≥ 1,000/s and query"
+        " 'first query' column: the process's first read of the owner, its witness and census, and"
+        " the recall; the vector copy was started by the ingest). Bars: ingest ≥ 1,000/s and query"
         " p50 ≤ 50 ms at 100k.",
         "",
         "| backend | memories | ingest /s | of which index build s | query p50 ms |"

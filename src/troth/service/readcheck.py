@@ -445,7 +445,7 @@ class ReadCheck:
         whether it is listed or recalled at all is found before anything is served."""
         made = known.memories
         # One statement, one pass over the owner's rows: nine counts read apart were nine
-        # passes, two of them over the whole table (1.2 s of the first query at 1M,
+        # passes, two of them over the whole table (1.3-1.5 s of CPU at 976k memories,
         # docs/benchmarks.md, "Issue 19, the first query at 1M").
         stored = self.store.counts(owner, _FILTERS)
         for (query, test, counted), expected, found in zip(
