@@ -61,8 +61,10 @@ class SQLiteStore(sql.SQLReads):
         # handler, which polls with sleeps of up to 100 ms and lets a waiter starve; it
         # also orders each write's update of the vector copy after the write before it.
         self._write_lock = threading.RLock()
-        # The threads a recall's vector search runs on beside its lexical one (candidates).
-        self._beside = ThreadPoolExecutor(max_workers=8, thread_name_prefix="troth-vector")
+        # The threads a recall's vector search runs on beside its lexical one (candidates),
+        # made on the first such recall and again after a close (as connections are).
+        self._beside: ThreadPoolExecutor | None = None
+        self._beside_lock = threading.Lock()
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         db = self._connection()
@@ -216,15 +218,27 @@ class SQLiteStore(sql.SQLReads):
         (with its own connection) while this thread runs the lexical one. FTS5's scoring and
         numpy's scan both let go of the GIL, so on two cores a recall waits about the longer
         of the two rather than their sum; the hits are those of the two calls in turn. In a
-        transaction (a write, a snapshot) both run in turn, in that transaction's view."""
-        if embedding is None or not terms or self._connection().in_transaction:
+        transaction (a write, a snapshot) both run in turn, in that transaction's view, as
+        they do on an in-memory database (another thread's connection opens another one)."""
+        if (
+            embedding is None
+            or not terms
+            or str(self.path) == ":memory:"
+            or self._connection().in_transaction
+        ):
             return searched_in_turn(self, owner, terms, embedding, limits, query)
-        pending = self._beside.submit(self.vector, owner, embedding, limits.vector, query)
+        pending = self._pool().submit(self.vector, owner, embedding, limits.vector, query)
         try:
             lexical = self.lexical(owner, terms, limits.lexical, query)
         finally:
             wait([pending])  # never leave a search running behind a failed one
         return Candidates(lexical, pending.result())
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._beside_lock:
+            if self._beside is None:
+                self._beside = ThreadPoolExecutor(max_workers=8, thread_name_prefix="troth-vector")
+            return self._beside
 
     def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
         """The ranking fields of these memories, read from their stored documents."""
@@ -329,5 +343,8 @@ class SQLiteStore(sql.SQLReads):
         """Stop finishing erasures (what is pending is finished on the next open) and close
         every connection this store opened."""
         self._erasures.close()
-        self._beside.shutdown(wait=True)
+        with self._beside_lock:
+            beside, self._beside = self._beside, None
+        if beside is not None:
+            beside.shutdown(wait=True)
         self._connections.close(lambda db: db.close())
