@@ -35,9 +35,10 @@ _VERIFIED: Final = object()
 class VerifiedCopy:
     """A restore copy's rows, numbered from 0, once they verify, and the memories they fold to.
 
-    Made only by :func:`verify_copy` (any other construction, ``dataclasses.replace``
-    included, raises TypeError), so a restore verifies and folds its copy once: the check
-    of the export's view and the restore's writes both take it from here.
+    Made only by :func:`verify_copy` (any other construction raises TypeError, and
+    ``dataclasses.replace`` ValueError, as it is not handed the token), so a restore
+    verifies and folds its copy once: the check of the export's view and the restore's
+    writes both take it from here.
     """
 
     owner: str
