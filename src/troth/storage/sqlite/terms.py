@@ -15,9 +15,10 @@ until the index has grown or shrunk by an eighth since. N is the largest project
 never below the index's row count, so a term is only ever left out when its idf is
 clamped. The search reads N in its own statement (:attr:`CommonTerms.total` keeps the
 last one read); terms are chosen with the N the previous search read, and the search is
-run again with the terms chosen at its own N in the rare case they differ: no statement
-of its own reads N, and the terms are those of an N read with a search, as sound as
-reading N just before it (which is what it did).
+run again with the terms chosen at its own N in the rare case they differ. So after a
+store's first search (which reads N in a statement of its own: there is no previous one)
+no statement of its own reads N, and the terms are those of an N read with a search, as
+sound as reading N just before it (which is what it did).
 """
 
 from __future__ import annotations
