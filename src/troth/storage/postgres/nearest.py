@@ -14,11 +14,12 @@ on that connection, in its view.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 
 from troth.core.query import CandidateLimits, Term
 from troth.storage import sql
@@ -38,6 +39,30 @@ def _roll_back(db: psycopg.Connection[Any]) -> None:
     if not db.closed and db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         with suppress(psycopg.Error):
             db.execute("ROLLBACK")
+
+
+@contextmanager
+def _pipelined(
+    db: psycopg.Connection[Any],
+    statement: str | pgsql.Composed,
+    arguments: Sequence[Any],
+    limit: int,
+) -> Iterator[psycopg.Cursor[Any]]:
+    """The vector search as its own transaction in one pipeline (BEGIN, the settings for
+    ``limit`` neighbours, the query, COMMIT): sent as the block opens, its answer awaited
+    as the block closes, so what the block runs meanwhile overlaps the server's work. The
+    cursor yielded holds the hits once the block is left; on a failure the transaction
+    the pipeline left open is rolled back."""
+    try:
+        with db.pipeline():
+            db.execute("BEGIN")
+            db.execute(search.SEARCH_SETTINGS, (ef_search(limit),))
+            found = db.execute(statement, arguments)
+            db.execute("COMMIT")
+            yield found
+    except BaseException:
+        _roll_back(db)
+        raise
 
 
 def ef_search(limit: int) -> str:
@@ -80,15 +105,8 @@ class RecallSearches:
         )
         ef = ef_search(limit)
         if nested is None and self.together(db):
-            try:
-                with db.pipeline():
-                    db.execute("BEGIN")
-                    db.execute(search.SEARCH_SETTINGS, (ef,))
-                    found = db.execute(statement, arguments)
-                    db.execute("COMMIT")
-            except BaseException:
-                _roll_back(db)
-                raise
+            with _pipelined(db, statement, arguments, limit) as found:
+                pass
             return _hits(found.fetchall())
         # Inside a write (the write's savepoint: in a pipelined write psycopg counts the
         # connection idle, and its own transaction() would commit half the write), inside
@@ -135,18 +153,10 @@ class RecallSearches:
         statement, arguments = search.nearest_statement(
             owner, len(embedding), vector_literal(embedding), limits.vector, query
         )
-        try:
-            with side.pipeline():
-                # Sent now; the side backend works on it while this thread waits for the
-                # lexical answer. Leaving the block syncs the pipeline: its one wait.
-                side.execute("BEGIN")
-                side.execute(search.SEARCH_SETTINGS, (ef_search(limits.vector),))
-                found = side.execute(statement, arguments)
-                side.execute("COMMIT")
-                words = search.lexical(db, owner, terms, limits.lexical, query) if terms else []
-        except BaseException:
-            _roll_back(side)
-            raise
+        # Sent now; the side backend works on it while this thread waits for the lexical
+        # answer. Leaving the block syncs the pipeline: its one wait.
+        with _pipelined(side, statement, arguments, limits.vector) as found:
+            words = search.lexical(db, owner, terms, limits.lexical, query) if terms else []
         return Candidates(words, _hits(found.fetchall()))
 
     def close(self) -> None:
