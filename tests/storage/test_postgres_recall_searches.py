@@ -39,6 +39,12 @@ def _syncs(db: psycopg.Connection[Any], trace: Path, work: Callable[[], object])
     return frontend_messages(db, trace, work).count("Sync")
 
 
+def _side(store: PostgresStore) -> psycopg.Connection[Any]:
+    """The side connection the next recall is lent (lent and given back idle now)."""
+    with store._searches.lent() as side:
+        return side
+
+
 def _loaded(pg_url: str) -> tuple[PostgresStore, Memory]:
     store = PostgresStore(pg_url)
     memory = vector_facade(store)
@@ -89,7 +95,7 @@ def test_a_recall_waits_once_for_both_searches(
         side: list[int] = []
 
         def recall() -> None:
-            side.append(_syncs(store._searches.side.get(), tmp_path / "side", run))
+            side.append(_syncs(_side(store), tmp_path / "side", run))
 
         found: list[list[str]] = []
 
@@ -120,7 +126,7 @@ def test_inside_a_snapshot_both_searches_read_its_view(pg_url: str, tmp_path: Pa
         assert memory.embedder is not None
         text = "piano lessons"
         expected = _in_turn(store, text, memory)
-        side = store._searches.side.get()
+        side = _side(store)
         got: list[Candidates] = []
 
         def search() -> None:
@@ -150,11 +156,13 @@ def test_a_failed_vector_search_beside_the_lexical_one_leaves_both_usable(pg_url
         assert memory.embedder is not None
         terms = lexical_terms("green tea")
         flt = MemoryFilter(retrievable_only=True)
+        before = _side(store)
         with pytest.raises(psycopg.Error):  # a vector of another dimension than the index's
             store.candidates(memory.principal, terms, [0.5, 0.5, 0.5], candidate_limits(10), flt)
         idle = psycopg.pq.TransactionStatus.IDLE
         assert store._connection().info.transaction_status == idle
-        assert store._searches.side.get().info.transaction_status == idle
+        assert _side(store) is before  # given back idle, so lent again
+        assert before.info.transaction_status == idle
         assert memory.recall(Query(text="green tea", min_relevance=None))
     finally:
         memory.close()
@@ -162,6 +170,6 @@ def test_a_failed_vector_search_beside_the_lexical_one_leaves_both_usable(pg_url
 
 def test_closing_the_store_closes_the_side_connection(pg_url: str) -> None:
     store, memory = _loaded(pg_url)
-    side = store._searches.side.get()
+    side = _side(store)
     memory.close()
     assert side.closed

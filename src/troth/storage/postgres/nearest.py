@@ -4,16 +4,17 @@ A recall asks for both its full-text and its nearest-neighbour candidates. At 10
 memories each costs the server several milliseconds of work (the HNSW graph walk for
 500 neighbours is most of it, docs/benchmarks.md), and one backend runs its statements
 one after the other. ``RecallSearches.candidates`` sends the vector search on a second
-connection of the calling thread, in a pipeline that needs no answer yet, then runs the
-lexical search on the thread's own connection while the other backend walks the graph:
-the two run at once on two cores, and the recall waits for the longer, not the sum. Each
-search is its own statement, as when they ran one after the other, so the hits are the
-same. Inside a write or a snapshot (the thread's connection holds a transaction) both run
-on that connection, in its view.
+connection (lent for the recall, then given back), in a pipeline that needs no answer
+yet, then runs the lexical search on the thread's own connection while the other backend
+walks the graph: the two run at once on two cores, and the recall waits for the longer,
+not the sum. Each search is its own statement, as when they ran one after the other, so
+the hits are the same. Inside a write or a snapshot (the thread's connection holds a
+transaction) both run on that connection, in its view.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
@@ -22,7 +23,6 @@ import psycopg
 from psycopg import sql as pgsql
 
 from troth.core.query import CandidateLimits, Term
-from troth.storage import sql
 from troth.storage.base import Candidates, Hit, MemoryFilter
 from troth.storage.postgres import search
 from troth.storage.postgres.transaction import vector_literal
@@ -75,13 +75,45 @@ def ef_search(limit: int) -> str:
 class RecallSearches:
     """The vector search of one ``PostgresStore``, alone or beside its lexical search.
 
-    ``connect`` opens a connection like the store's own; each thread that searches gets a
-    second one from it (``side``), opened on its first recall and closed with the store.
+    ``connect`` opens a connection like the store's own; a recall that runs both searches
+    borrows a second one (:meth:`lent`): an idle one, or one opened now, given back after.
+    So there are as many as recalls ran at once (the recall gate's
+    ``max_concurrent_recalls``), not one for every thread that ever recalled (a server's
+    40 workers would hold 40 more backends of PostgreSQL's default 100). All are closed
+    with the store.
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
-        self.side = sql.Connections(connect, lambda db: not db.closed)
+        self._connect = connect
+        self._opened: list[psycopg.Connection[Any]] = []  # every side connection open
+        self._idle: list[psycopg.Connection[Any]] = []  # those no recall holds
+        self._lock = threading.Lock()
         self.iterative_scan: bool | None = None  # known after the first vector query
+
+    @contextmanager
+    def lent(self) -> Iterator[psycopg.Connection[Any]]:
+        """A side connection for one recall: the one given back last, else a new one. It
+        is given back if it is left open and idle, else closed (as it is if :meth:`close`
+        ran meanwhile)."""
+        with self._lock:
+            db = self._idle.pop() if self._idle else None
+        if db is None:
+            db = self._connect()
+            with self._lock:
+                self._opened.append(db)
+        try:
+            yield db
+        finally:
+            idle = not db.closed and db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            with self._lock:
+                kept = idle and any(db is open_ for open_ in self._opened)
+                if kept:
+                    self._idle.append(db)
+                else:
+                    self._opened = [open_ for open_ in self._opened if open_ is not db]
+            if not kept:
+                with suppress(psycopg.Error):
+                    db.close()
 
     def vector(
         self,
@@ -149,16 +181,19 @@ class RecallSearches:
     ) -> Candidates:
         """Both searches at once: the vector one sent on the side connection, the lexical
         one run on ``db`` meanwhile (call only when :meth:`together` allows)."""
-        side = self.side.get()
         statement, arguments = search.nearest_statement(
             owner, len(embedding), vector_literal(embedding), limits.vector, query
         )
         # Sent now; the side backend works on it while this thread waits for the lexical
         # answer. Leaving the block syncs the pipeline: its one wait.
-        with _pipelined(side, statement, arguments, limits.vector) as found:
+        with self.lent() as side, _pipelined(side, statement, arguments, limits.vector) as found:
             words = search.lexical(db, owner, terms, limits.lexical, query) if terms else []
         return Candidates(words, _hits(found.fetchall()))
 
     def close(self) -> None:
-        """Close every side connection (a later recall opens a new one)."""
-        self.side.close(lambda db: db.close())
+        """Close every side connection, lent or idle (a later recall opens a new one)."""
+        with self._lock:
+            opened, self._opened, self._idle = self._opened, [], []
+        for db in opened:
+            with suppress(psycopg.Error):
+                db.close()
