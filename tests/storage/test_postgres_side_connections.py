@@ -18,7 +18,7 @@ import psycopg
 from tests.conftest import vector_facade
 from troth.core.query import candidate_limits, lexical_terms
 from troth.service.recall import Query
-from troth.storage.base import MemoryFilter
+from troth.storage.base import Candidates, MemoryFilter
 from troth.storage.postgres import PostgresStore
 from troth.storage.postgres.nearest import RecallSearches
 
@@ -37,7 +37,7 @@ def test_recalls_in_turn_on_many_threads_share_one_side_connection(pg_url: str) 
 
     searches = RecallSearches(connect)
     searches.iterative_scan = True  # as a first recall learns (the test's server takes it)
-    found: list[object] = []
+    found: list[Candidates] = []
     try:
         memory.remember_many(_TEXTS)
         memory.recall(Query(text="tea", min_relevance=None))
@@ -63,7 +63,7 @@ def test_recalls_in_turn_on_many_threads_share_one_side_connection(pg_url: str) 
             thread.join()
         assert len(found) == 4
         assert all(f == found[0] for f in found)
-        assert found[0].vector  # type: ignore[attr-defined]
+        assert found[0].vector
         assert len(opened) == 1
         assert not opened[0].closed
         searches.close()
