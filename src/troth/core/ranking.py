@@ -269,7 +269,10 @@ def rank(
         if config.speaker_weight and speaker:
             named = speaker_hit.get(speaker)
             if named is None:
-                named = speaker_hit[speaker] = bool(set(tokenize(speaker)) & query_tokens)
+                # A name, not its function words: "The Doctor" names no "the" question.
+                named = speaker_hit[speaker] = bool(
+                    (set(tokenize(speaker)) - STOPWORDS) & query_tokens
+                )
             if named:
                 adjustments["speaker"] = config.speaker_weight
                 score += config.speaker_weight
