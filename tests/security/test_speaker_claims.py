@@ -10,14 +10,13 @@ such memory outrank what the person recorded that speaker saying.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import StepClock, vector_facade
 from troth.service.memory import Memory
 from troth.service.recall import Query
-from troth.storage.sqlite import SQLiteStore
+from troth.storage.base import Store
 
 ALICE, AGENT = "human:alice", "agent:scraper"
 TURNS = [
@@ -29,8 +28,9 @@ TURNS = [
 
 
 @pytest.fixture
-def mind(home: Path, clock: StepClock) -> Iterator[Memory]:
-    with vector_facade(SQLiteStore(home / "troth.db"), principal=ALICE, clock=clock) as m:
+def mind(any_store: Store, clock: StepClock) -> Iterator[Memory]:
+    # Both backends: the channel is read from each store's ranking row (RecallRow.channel).
+    with vector_facade(any_store, principal=ALICE, clock=clock) as m:
         made = m.remember_many(
             [
                 {"text": f"{who}: {said}", "session": "s1", "extra": {"x_speaker": who}}
