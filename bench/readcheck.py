@@ -106,7 +106,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             hits = memory.recall(query)
             checked.append(time.perf_counter() - began)
             began = time.perf_counter()
-            raw_recall(store, None, OWNER, Query(text=query), text=query, now=now)
+            raw_recall(
+                store,
+                None,
+                OWNER,
+                Query(text=query),
+                text=query,
+                now=now,
+                speakers_from=memory.policy.most_trusted(),
+            )
             unchecked.append(time.perf_counter() - began)
             served = [h.memory for h in hits]
             began = time.perf_counter()

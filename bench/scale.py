@@ -25,7 +25,8 @@ Usage::
 a later run with the same DIR and size opens that store instead of building it again, in a
 fresh process: its first query then also verifies and folds the owner's whole chain (what
 any process's first read does), which a run that ingested wrote itself and never folds.
-Its ingest figures are those of the run that built it. ``--profile FILE`` writes cProfile
+Its ingest figures are those of the run that built it; a folder whose build did not
+finish (a store, no record of it) is refused rather than ingested into again. ``--profile FILE`` writes cProfile
 statistics of the first query (``python -m pstats FILE``).
 """
 
@@ -210,10 +211,16 @@ def run(
     ``keep``: build the store there and keep it, or open the one a run of the same size
     built there (see the module's docstring); ``profile``: cProfile the first query.
     """
-    corpus = Corpus()
-    embedder = StaticEmbedder.default()
     built_record = None if keep is None else keep / f"built-{size}.json"
     reused = built_record is not None and built_record.exists()
+    if keep is not None and not reused and (keep / "troth.db").exists():
+        # A build that stopped part way: ingesting again would add to what it left.
+        raise SystemExit(
+            f"bench.scale: {keep} holds a store no finished run built (no {built_record});"
+            " remove that folder or keep elsewhere"
+        )
+    corpus = Corpus()
+    embedder = StaticEmbedder.default()
     if keep is None:
         opener = sqlite_store if backend == "sqlite" else postgres_store
     elif backend == "sqlite":

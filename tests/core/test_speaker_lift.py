@@ -37,3 +37,11 @@ def test_a_question_naming_both_speakers_lifts_both_alike() -> None:
 def test_a_question_naming_no_speaker_lifts_none() -> None:
     hits = rank("What cake was baked?", [_turn("a", "Nate", "I baked a cake")])
     assert "speaker" not in hits[0].explanation.adjustments
+
+
+def test_a_speakers_function_words_name_no_one() -> None:
+    # "The Doctor" is named by "doctor", not by the "what" and "the" of every question.
+    hits = rank("What is the cake tin for?", [_turn("a", "What The Doctor", "a cake tin")])
+    assert "speaker" not in hits[0].explanation.adjustments
+    hits = rank("What did the doctor bake?", [_turn("a", "What The Doctor", "a cake tin")])
+    assert hits[0].explanation.adjustments["speaker"] == DEFAULT_RANKING.speaker_weight

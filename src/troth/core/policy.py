@@ -221,6 +221,14 @@ class Policy:
             ),
         )
 
+    def most_trusted(self) -> frozenset[str]:
+        """The channels of the highest trust (``user`` in the shipped policy): what a person
+        wrote through their own channel, the one bar a weaker source never reaches."""
+        if not self.trust:
+            return frozenset()
+        top = max(self.trust.values())
+        return frozenset(channel for channel, trust in self.trust.items() if trust == top)
+
     def destroys_at_once(self, *, actor: str, owner: str) -> bool:
         """Whether ``actor`` may forget or redact ``owner``'s memory at once; anyone else's
         forget or redact is a request the person approves (``[destructive] at_once``)."""

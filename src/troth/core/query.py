@@ -34,10 +34,10 @@ __all__ = [
     "tokenize",
 ]
 
-# General English stopwords plus the auxiliaries and question words a recall query
-# is phrased with; they carry no topic, and in an OR-query they would match most rows.
 T = TypeVar("T")
 
+# General English stopwords plus the auxiliaries and question words a recall query
+# is phrased with; they carry no topic, and in an OR-query they would match most rows.
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are aren as at be because
     been before being below between both but by can cannot could couldn did didn do does

@@ -19,7 +19,9 @@ The score of a candidate, in order:
 4. **date** — a question that names a month/year lifts memories created in that month;
    **day** — one that names a calendar day ("on 9 November, 2022") lifts, more, the
    memories created that day.
-5. **speaker** — a memory whose speaker the query names gets a small lift.
+5. **speaker** — a memory whose speaker the query names gets ``speaker_weight`` (+0.5, as
+   much as a full lexical match); the caller passes a :class:`Candidate`'s ``speaker`` only
+   where it vouches for it (recall: the policy's most trusted channel).
 6. **lifecycle** — multiplicative: importance and confidence (neutral when unknown),
    recency (only with ``now``), and a penalty for stale memories.
 7. **shape** — multiplicative: a text that repeats its words far more than people write
@@ -269,7 +271,10 @@ def rank(
         if config.speaker_weight and speaker:
             named = speaker_hit.get(speaker)
             if named is None:
-                named = speaker_hit[speaker] = bool(set(tokenize(speaker)) & query_tokens)
+                # A name, not its function words: "The Doctor" names no "the" question.
+                named = speaker_hit[speaker] = bool(
+                    (set(tokenize(speaker)) - STOPWORDS) & query_tokens
+                )
             if named:
                 adjustments["speaker"] = config.speaker_weight
                 score += config.speaker_weight

@@ -108,4 +108,12 @@ class Reads:
         )
         embedder = self.vectors.for_recall()
         with self._recall_gate:
-            return run_recall(self.store, embedder, whose, query, text=text, now=now)
+            return run_recall(
+                self.store,
+                embedder,
+                whose,
+                query,
+                text=text,
+                now=now,
+                speakers_from=self.policy.most_trusted(),
+            )

@@ -10,7 +10,7 @@ memories are read in full.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -201,8 +201,15 @@ def recall(
     *,
     text: str,
     now: datetime,
+    speakers_from: Collection[str],
 ) -> list[RecallHit]:
-    """Rank an owner's memories for a query (validated by the facade); best first."""
+    """Rank an owner's memories for a query (validated by the facade); best first.
+
+    ``speakers_from``: the channels whose declared speaker (``extra["x_speaker"]``) the
+    ranking's speaker step may lift (the policy's most trusted: ``Policy.most_trusted``).
+    The speaker is the writer's word; through a weaker channel it is a claim nobody vouched
+    for, and the lift would let it outrank what the person recorded that speaker saying
+    (docs/retrieval.md, "Planted memories")."""
     flt = MemoryFilter(
         retrievable_only=query.as_of is None,
         # As of T: hidden memories too (their text is held); forgotten ones have none.
@@ -252,7 +259,7 @@ def recall(
             for c in kept
             if c[0].memory_id in held and was_retrievable_at(held[c[0].memory_id], moment)
         ]
-    candidates = [_candidate(row, scores, stale) for row, scores, stale in kept]
+    candidates = [_candidate(row, scores, stale, speakers_from) for row, scores, stale in kept]
     analysis = analyze_query(text)
     vectors = word_vectors(embedder) if embedder is not None and query.interaction else None
     ranked = _ranked(analysis, candidates, now, max(query.limit, _FLOOR_TOP), vectors)
@@ -368,7 +375,9 @@ def _with_conflicts(store: Store, owner: str, hits: list[RecallHit]) -> list[Rec
     return [by_id[i] for i in weaker_after_stronger(list(by_id), weaker)]
 
 
-def _candidate(row: RecallRow, scores: dict[str, Any], stale: bool) -> Candidate:
+def _candidate(
+    row: RecallRow, scores: dict[str, Any], stale: bool, speakers_from: Collection[str]
+) -> Candidate:
     return Candidate(
         memory_id=row.memory_id,
         text=row.text,
@@ -376,7 +385,8 @@ def _candidate(row: RecallRow, scores: dict[str, Any], stale: bool) -> Candidate
         created_at=row.recorded_at or row.valid_from or row.created_at,
         session=row.session,
         seq=row.seq,
-        speaker=row.speaker,
+        # A speaker only where the channel vouches for it (recall's ``speakers_from``).
+        speaker=row.speaker if row.channel in speakers_from else None,
         importance=row.importance,
         confidence=row.confidence,
         stale=stale,
