@@ -203,6 +203,8 @@ def test_a_group_whose_commit_cannot_be_confirmed_says_its_writes_may_be_stored(
     outcomes = _behind_a_held_write(memory, (inside, release), "the leader", ["one", "two"])
     store.records = original_records  # type: ignore[method-assign]
     assert [type(o) for o in outcomes] == [StorageError, StorageError], outcomes
-    assert "went away" in str(outcomes[0])  # the group's leader: its own error
-    assert "may have been stored" in str(outcomes[1]), outcomes
+    # Whichever of the two leads the group (the threads race for it) gets its own error;
+    # the other is told its write may be stored.
+    said = sorted(("went away" in str(o), "may have been stored" in str(o)) for o in outcomes)
+    assert said == [(False, True), (True, False)], outcomes
     assert memory.verify(ALICE)[0].chain.length == 4  # they were: each once
