@@ -400,30 +400,36 @@ class Filters:
         where, params = self.where(owner, query)
         return f"SELECT count(*) FROM memories WHERE {where}", params
 
-    def census(self, owner: str, queries: Sequence[MemoryFilter]) -> tuple[str, list[Any]]:
+    def census(
+        self, owner: str, queries: Sequence[MemoryFilter]
+    ) -> tuple[str, list[Any], list[int]]:
         """One statement for :meth:`tally`: the owner's rows grouped by status (the owner
         index's order, so one pass and no sort), with per group ``count(*)`` and, for each
         filter's other conditions, ``count(*) FILTER (WHERE ...)`` (the clause
-        :meth:`counting` uses, less the owner and statuses)."""
+        :meth:`counting` uses, less the owner and statuses); with its parameters and each
+        filter's column, for :meth:`tally`."""
+        rests = self._rests(queries)
+        distinct = _distinct(rests)
         columns = ["status", "count(*)"]
         params: list[Any] = []
-        for clause, values in _distinct(self._rests(queries)):
+        for clause, values in distinct:
             columns.append(f"count(*) FILTER (WHERE {clause})")
             params += values
         statement = (
             f"SELECT {', '.join(columns)} FROM memories"
             f" WHERE owner = {self.placeholder} GROUP BY status"
         )
-        return statement, [*params, owner]
-
-    def tally(self, queries: Sequence[MemoryFilter], groups: Iterable[Sequence[Any]]) -> list[int]:
-        """How many rows each filter matches, from the groups :meth:`census` selected:
-        the groups whose status it admits, each by its own conditions' column."""
-        rests = self._rests(queries)
-        distinct = _distinct(rests)
         # The column of each filter: 1 (the group's count) when nothing but owner and
         # statuses filters it, else that of its conditions.
         at = [2 + distinct.index(rest) if rest[0] else 1 for rest in rests]
+        return statement, [*params, owner], at
+
+    @staticmethod
+    def tally(
+        queries: Sequence[MemoryFilter], at: Sequence[int], groups: Iterable[Sequence[Any]]
+    ) -> list[int]:
+        """How many rows each filter matches, from the groups :meth:`census` selected:
+        the groups whose status it admits, each by its own conditions' column (``at``)."""
         counts = [0] * len(queries)
         for group in groups:
             status = str(group[0])
@@ -578,8 +584,9 @@ class SQLReads:
 
     def counts(self, owner: str, queries: Sequence[MemoryFilter]) -> list[int]:
         """How many memories each filter matches, in one statement (``Filters.census``)."""
-        groups = self._connection().execute(*self.filters.census(owner, queries)).fetchall()
-        return self.filters.tally(queries, groups)
+        statement, params, at = self.filters.census(owner, queries)
+        groups = self._connection().execute(statement, params).fetchall()
+        return self.filters.tally(queries, at, groups)
 
     def pending_erasures(self) -> int:
         """Erasures committed but not yet compacted out of every file."""
