@@ -192,6 +192,11 @@ class PostgresStore(sql.SQLReads):
             with suppress(psycopg.Error):
                 db.execute("ROLLBACK")
 
+    def _open_write(self) -> PostgresTransaction | None:
+        """This thread's open write on this store, if one is open."""
+        found: PostgresTransaction | None = getattr(self._local, "writing", None)
+        return found
+
     @contextmanager
     def _transaction(self, db: psycopg.Connection[Any]) -> Iterator[None]:
         """``db.transaction()``, or a savepoint inside a pipelined write of this thread.
@@ -199,7 +204,7 @@ class PostgresStore(sql.SQLReads):
         A pipelined write sends its BEGIN unsynced, so psycopg still counts the connection
         idle: its own ``transaction()`` would BEGIN and COMMIT, committing half a write.
         """
-        open_write: PostgresTransaction | None = getattr(self._local, "writing", None)
+        open_write = self._open_write()
         if open_write is None:
             with db.transaction():
                 yield
@@ -251,7 +256,7 @@ class PostgresStore(sql.SQLReads):
         """
         db = self._connection()
         tx: PostgresTransaction | None = None
-        nested = getattr(self._local, "writing", None) is not None
+        nested = self._open_write() is not None
         if nested or (expect is None and not psycopg.Pipeline.is_supported()):
             # (a write nested in this thread's open write runs as a savepoint of it)
             with self._plain_write(db, owner) as tx:
@@ -305,7 +310,7 @@ class PostgresStore(sql.SQLReads):
         sees the snapshot its first one took (inside a write, the write's own view)."""
         db = self._connection()
         idle = db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        if getattr(self._local, "writing", None) is not None or not idle:
+        if self._open_write() is not None or not idle:
             yield
             return
         with db.transaction():
@@ -407,7 +412,7 @@ class PostgresStore(sql.SQLReads):
         known to take them (``postgres.nearest``).
         """
         db = self._connection()
-        writing = getattr(self._local, "writing", None) is not None
+        writing = self._open_write() is not None
         nested = (lambda: self._transaction(db)) if writing else None
         return self._searches.vector(db, owner, embedding, limit, query, nested=nested)
 
@@ -425,7 +430,7 @@ class PostgresStore(sql.SQLReads):
         if (
             embedding is None
             or not terms  # one search: nothing to run beside it
-            or getattr(self._local, "writing", None) is not None
+            or self._open_write() is not None
             or not self._searches.together(db)
         ):
             return searched_in_turn(self, owner, terms, embedding, limits, query)
