@@ -25,20 +25,13 @@ from psycopg import sql as pgsql
 from troth.core.query import CandidateLimits, Term
 from troth.storage.base import Candidates, Hit, MemoryFilter
 from troth.storage.postgres import search
-from troth.storage.postgres.transaction import vector_literal
+from troth.storage.postgres.transaction import roll_back, vector_literal
 
 
 def _hits(rows: Sequence[Any]) -> list[Hit]:
     return [
         Hit(str(row[0]), rank, float(row[1]), int(row[2])) for rank, row in enumerate(rows, start=1)
     ]
-
-
-def _roll_back(db: psycopg.Connection[Any]) -> None:
-    # After a failed pipeline the server holds an open (or aborted) transaction.
-    if not db.closed and db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        with suppress(psycopg.Error):
-            db.execute("ROLLBACK")
 
 
 @contextmanager
@@ -61,7 +54,7 @@ def _pipelined(
             db.execute("COMMIT")
             yield found
     except BaseException:
-        _roll_back(db)
+        roll_back(db)
         raise
 
 

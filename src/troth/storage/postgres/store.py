@@ -48,6 +48,7 @@ from troth.storage.postgres.transaction import (
     PostgresTransaction,
     lock_head,
     memory_row,
+    roll_back,
     write_error,
 )
 from troth.storage.rows import fts_body, memory_from_doc
@@ -185,13 +186,6 @@ class PostgresStore(sql.SQLReads):
 
     # -- writes ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _roll_back(db: psycopg.Connection[Any]) -> None:
-        # After a failed pipeline the server holds an open (or aborted) transaction.
-        if not db.closed and db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            with suppress(psycopg.Error):
-                db.execute("ROLLBACK")
-
     def _open_write(self) -> PostgresTransaction | None:
         """This thread's open write on this store, if one is open."""
         found: PostgresTransaction | None = getattr(self._local, "writing", None)
@@ -285,7 +279,7 @@ class PostgresStore(sql.SQLReads):
                             self._local.writing = None
                         db.execute("COMMIT")
             except BaseException as exc:
-                self._roll_back(db)
+                roll_back(db)
                 if isinstance(exc, psycopg.Error):
                     raise write_error(exc, owner) from exc
                 raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 import psycopg
@@ -305,6 +306,14 @@ class PostgresTransaction:
         if dropped:
             self._mark_erased()
         return dropped
+
+
+def roll_back(db: psycopg.Connection[Any]) -> None:
+    """Roll back what a failed pipeline left: the server then holds an open (or aborted)
+    transaction."""
+    if not db.closed and db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        with suppress(psycopg.Error):
+            db.execute("ROLLBACK")
 
 
 def lock_head(db: psycopg.Connection[Any], owner: str) -> Tip:
