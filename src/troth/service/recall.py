@@ -231,14 +231,15 @@ def recall(
             vector = None
     # Both searches in one call: a server backend runs them at once (docs/retrieval.md).
     searched = store.candidates(owner, terms, vector, limits, flt)
-    for hit in searched.lexical:
-        found.setdefault(hit.memory_id, {}).update(lexical_rank=hit.rank, lexical_score=hit.score)
-        if hit.seq is not None:
-            seqs[hit.memory_id] = hit.seq
-    for hit in searched.vector:
-        found.setdefault(hit.memory_id, {}).update(vector_rank=hit.rank, vector_score=hit.score)
-        if hit.seq is not None:
-            seqs[hit.memory_id] = hit.seq
+    for hits, rank_key, score_key in (
+        (searched.lexical, "lexical_rank", "lexical_score"),
+        (searched.vector, "vector_rank", "vector_score"),
+    ):
+        for hit in hits:
+            scores = found.setdefault(hit.memory_id, {})
+            scores[rank_key], scores[score_key] = hit.rank, hit.score
+            if hit.seq is not None:
+                seqs[hit.memory_id] = hit.seq
     if not found:
         return []
     # The first stage (core.firststage): the full ranking reads and ranks the best

@@ -79,7 +79,7 @@ class Restorer:
                 # The whole chain is now the copy's rows (and those after them, if any).
                 merged = rows + held[len(rows) :]
                 now = lifecycle.fold(merged, owner) if len(held) > len(rows) else projection
-                for memory in sorted(now.values(), key=lambda m: m.seq):
+                for memory in lifecycle.in_ledger_order(now.values()):
                     tx.put(memory)
             tip = tx.tip()
         out.created = sorted(set(projection) - before)
