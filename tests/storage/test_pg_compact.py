@@ -97,12 +97,11 @@ def test_an_older_reader_leaves_the_erasure_pending_until_it_ends(
 # -- `troth compact` as a new process ---------------------------------------------------
 
 
-def pending_left(pg_url: str) -> PostgresStore:
+def pending_left(pg_url: str) -> None:
     """A process that redacts and stops before its erasure is finished."""
     store = PostgresStore(pg_url, compact_after_erase=False)
     redacted(store)
     store.close()
-    return store
 
 
 def test_troth_compact_in_a_new_process_runs_no_scrub(
