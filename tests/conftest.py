@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,6 +61,19 @@ def vector_facade(
     return facade(
         store, principal=principal, clock=clock or StepClock(), embedder=HashingEmbedder()
     )
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[int]:
+    """Count the calls of ``owner.name`` (each call appends 1 to the list returned)."""
+    calls: list[int] = []
+    real: Callable[..., Any] = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
 
 
 @pytest.fixture(autouse=True)

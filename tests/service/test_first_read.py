@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,11 +54,6 @@ class Counted:
         self.starts.clear()
 
 
-@pytest.fixture
-def url(backend: str, request: pytest.FixtureRequest) -> str | None:
-    return request.getfixturevalue("pg_url") if backend == "postgres" else None
-
-
 @dataclass
 class Home:
     backend: str
@@ -66,29 +62,48 @@ class Home:
     clock: StepClock
     opened: list[Memory] = field(default_factory=list)
 
+    def store(self) -> Store:
+        """A new store on the data, as a new process opens one (the caller closes it)."""
+        return open_backend(self.backend, self.path, self.url)
+
     def open(self, folds: FoldFiles | None = None) -> tuple[Memory, Counted]:
         """A new facade (as a new process opens one), its store counting rows read."""
-        counted = Counted(open_backend(self.backend, self.path, self.url))
+        counted = Counted(self.store())
         memory = facade(counted.store, clock=self.clock)
         memory.parts.check.folds = folds
         self.opened.append(memory)
         return memory, counted
 
     def sql(self, statement: str, params: tuple[Any, ...] = ()) -> None:
-        store = open_backend(self.backend, self.path, self.url)
+        store = self.store()
         try:
             execute(store, statement, params)
             connection(store).commit()
         finally:
             store.close()
 
+    def close(self) -> None:
+        """Close the stores of the facades opened here (only the stores: ``Memory.close``
+        would also save their folds)."""
+        for memory in self.opened:
+            memory.store.close()
+
+
+@contextmanager
+def opened_home(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Home]:
+    """A :class:`Home` on ``backend`` under ``tmp_path``, closed when the block ends."""
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    h = Home(backend, tmp_path / "home", url, StepClock())
+    try:
+        yield h
+    finally:
+        h.close()
+
 
 @pytest.fixture
-def home(backend: str, tmp_path: Path, url: str | None) -> Iterator[Home]:
-    h = Home(backend, tmp_path / "home", url, StepClock())
-    yield h
-    for memory in h.opened:
-        memory.store.close()
+def home(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Home]:
+    with opened_home(backend, tmp_path, request) as h:
+        yield h
 
 
 def folds_in(path: Path, key: bytes = b"k" * 32) -> FoldFiles:
@@ -241,7 +256,7 @@ def test_a_store_behind_its_saved_fold_is_folded_whole(home: Home, tmp_path: Pat
 
 
 def _doc(home: Home, memory_id: str) -> dict[str, Any]:
-    store = open_backend(home.backend, home.path, home.url)
+    store = home.store()
     try:
         [(doc,)] = execute(store, "SELECT doc FROM memories WHERE id = ?", (memory_id,)).fetchall()
         return dict(doc if isinstance(doc, dict) else json.loads(doc))

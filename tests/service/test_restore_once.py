@@ -8,13 +8,12 @@ checkpoint) reads the file and unzips it once, and what it found is what it impo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.backends import fresh_store
+from tests.conftest import counting
 from tests.pg import TestServer
 from tests.service.test_restore_roundtrip import ALICE, every_kind, sealed
 from troth.config import load_policy
@@ -22,19 +21,6 @@ from troth.core import events, lifecycle
 from troth.formats import archive
 from troth.service import portability, returns
 from troth.service.memory import Memory
-
-
-def counting(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[int]:
-    """Count the calls of ``owner.name`` (each call appends 1 to the list returned)."""
-    calls: list[int] = []
-    real: Callable[..., Any] = getattr(owner, name)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, counted)
-    return calls
 
 
 @pytest.mark.parametrize(

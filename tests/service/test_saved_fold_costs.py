@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import StepClock
-from tests.service.test_first_read import ALICE, Home, saved
+from tests.service.test_first_read import ALICE, Home, opened_home, saved
 from troth.core.chain import Verification
 from troth.core.errors import IntegrityError
 from troth.core.events import Record
@@ -37,11 +36,8 @@ from troth.storage.rows import memory_doc
 
 @pytest.fixture
 def place(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Home]:
-    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
-    opened = Home(backend, tmp_path / "home", url, StepClock())
-    yield opened
-    for memory in opened.opened:
-        memory.store.close()
+    with opened_home(backend, tmp_path, request) as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -14,16 +14,15 @@ left an erasure pending.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 from click.testing import CliRunner
 
 from tests.backends import files_holding
-from tests.conftest import facade
+from tests.conftest import counting, facade
 from troth.adapters.cli import cli
 from troth.storage.postgres import PostgresStore
 from troth.storage.postgres import scrub as pgscrub
@@ -46,15 +45,7 @@ def store(pg_url: str) -> Iterator[PostgresStore]:
 @pytest.fixture
 def scrubs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Each scrub that runs appends 1."""
-    calls: list[int] = []
-    real: Callable[..., Any] = pgscrub.scrub
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pgscrub, "scrub", counted)
-    return calls
+    return counting(monkeypatch, pgscrub, "scrub")
 
 
 def redacted(store: PostgresStore) -> None:
@@ -97,12 +88,11 @@ def test_an_older_reader_leaves_the_erasure_pending_until_it_ends(
 # -- `troth compact` as a new process ---------------------------------------------------
 
 
-def pending_left(pg_url: str) -> PostgresStore:
+def pending_left(pg_url: str) -> None:
     """A process that redacts and stops before its erasure is finished."""
     store = PostgresStore(pg_url, compact_after_erase=False)
     redacted(store)
     store.close()
-    return store
 
 
 def test_troth_compact_in_a_new_process_runs_no_scrub(

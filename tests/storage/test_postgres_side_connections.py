@@ -10,12 +10,12 @@ recalls one after the other on many threads share one.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import psycopg
 
 from tests.conftest import vector_facade
+from tests.processes import in_another_thread
 from troth.core.query import candidate_limits, lexical_terms
 from troth.service.recall import Query
 from troth.storage.base import Candidates, MemoryFilter
@@ -58,9 +58,7 @@ def test_recalls_in_turn_on_many_threads_share_one_side_connection(pg_url: str) 
                 )
 
         for _ in range(4):
-            thread = threading.Thread(target=recall)
-            thread.start()
-            thread.join()
+            in_another_thread(recall)
         assert len(found) == 4
         assert all(f == found[0] for f in found)
         assert found[0].vector
