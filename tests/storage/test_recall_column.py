@@ -2,7 +2,8 @@
 
 Each write stores the column from the memory's own fields (``storage.rows.memory_docs``); a
 database made before the column existed gets it from the stored documents in its
-migration (SQLite 0005, PostgreSQL 0008). Both must give the same values as the document.
+migrations (SQLite 0005, PostgreSQL 0008; the writer of the text's origin, its last value,
+SQLite 0008, PostgreSQL 0012). Both must give the same values as the document.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from troth.storage.base import Store
 from troth.storage.rows import RECALL_FIELDS, memory_docs, recall_fields, recall_row
 from troth.storage.sql import migrations
 from troth.storage.sqlite import SQLiteStore
-from troth.storage.sqlite.schema import SCHEMA_VERSION
 
 ALICE = "human:alice"
 
@@ -59,10 +59,15 @@ def expected(store: Store, ids: list[str]) -> dict[str, Any]:
     return out
 
 
-def update_statement(backend: str) -> str:
-    """The migration's statement that fills the column from the documents."""
-    number = 5 if backend == "sqlite" else 8
-    [(_, _, text)] = [m for m in migrations(backend) if m[0] == number]
+WRITER = "recall_writer"
+"""The migration that adds the writer of the text's origin as the column's last value (by
+name: the numbers differ between backends)."""
+
+
+def update_statement(backend: str, name: str = "recall_column") -> str:
+    """A migration's statement that fills the column from the documents (by default the
+    one that made it, from the documents' RECALL_FIELDS)."""
+    [(_, _, text)] = [m for m in migrations(backend) if m[1].endswith(f"_{name}.sql")]
     lines = [line for line in text.splitlines() if line.startswith("UPDATE")]
     assert len(lines) == 1
     return lines[0].rstrip(";")
@@ -89,10 +94,12 @@ def test_the_migration_fills_the_column_with_the_same_values(
     if backend == "sqlite":
         db.execute("UPDATE memories SET recall = NULL")
         db.execute(update_statement(backend))
+        db.execute(update_statement(backend, WRITER))
     else:
         with db.transaction():
             db.execute("UPDATE memories SET recall = 'null'")
             db.execute(update_statement(backend))
+            db.execute(update_statement(backend, WRITER))
     again = [r[0] for r in db.execute("SELECT recall FROM memories ORDER BY id")]
     assert [json.loads(r) for r in again] == [json.loads(r) for r in stored]
     assert any_store.recall_rows(ALICE, ids) == before
@@ -118,7 +125,8 @@ def test_an_older_sqlite_file_gets_the_column_and_recalls_the_same(tmp_path: Any
     store.close()
     reopened = SQLiteStore(path)
     try:
-        assert reopened.migrated == list(range(5, SCHEMA_VERSION + 1))  # 0005 and after
+        shipped = [version for version, _, _ in migrations("sqlite")]
+        assert reopened.migrated == [v for v in shipped if v >= 5]  # 0005 and after
         assert reopened.recall_rows(ALICE, ids) == before
         with facade(reopened, clock=StepClock()) as memory:
             hits = memory.recall(Query(text="oolong tea"))

@@ -268,7 +268,7 @@ def recall(
     floor = query.min_relevance
     if floor is not None and not relevance.fits(replace(DEFAULT_FLOOR, min_coverage=floor)):
         return []
-    writers = {row.memory_id: row.actor for row, _, _ in kept}
+    writers = {row.memory_id: row.writer for row, _, _ in kept}
     ranked, deferred = _capped(analysis, candidates, ranked, writers, owner, query, now, vectors)
     ranked = ranked[: query.limit]
     missing = [best.memory_id for best in ranked if best.memory_id not in held]

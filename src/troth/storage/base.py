@@ -51,7 +51,7 @@ class RecallRow(NamedTuple):
 
     ``text`` is the indexed text (title and content); ``speaker`` is ``extra["x_speaker"]``.
     A named tuple (immutable, as a frozen dataclass): recall builds one per candidate,
-    ~1,000 a query, and a frozen dataclass of these 17 fields costs ~3x more to build.
+    ~1,000 a query, and a frozen dataclass of these 20 fields costs ~3x more to build.
     """
 
     memory_id: str
@@ -71,8 +71,9 @@ class RecallRow(NamedTuple):
     ttl_policy: str = "never"
     ttl_expires_at: str | None = None
     ttl_decay_days: int | None = None
-    actor: str | None = None  # who wrote it: the per-writer cap of recall
+    actor: str | None = None  # who wrote its entry
     channel: str | None = None
+    writer: str | None = None  # who wrote its text at the origin: the per-writer cap
 
 
 @dataclass(frozen=True, slots=True)

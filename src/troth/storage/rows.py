@@ -51,9 +51,11 @@ RECALL_FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("channel", ("channel",), "text"),
 )
 """What recall reads of a stored document, by name: (field, JSON path, type), in the order
-:func:`recall_row` takes them after ``id, seq, updated_at``. A store keeps them in the
-projection row's ``recall`` column (:func:`memory_docs`); a row written before that column
-existed is read through the paths, in the store's own JSON syntax."""
+:func:`recall_row` takes them after ``id, seq, updated_at`` and before ``writer`` (not one
+path: ``MemoryRecord.writer``, the ``origin`` or else the ``actor``). A store keeps them in
+the projection row's ``recall`` column (:func:`memory_docs`); a row written before that
+column existed is filled by the store's migrations (SQLite 0005 and 0008, PostgreSQL 0008
+and 0012), through the same paths in the store's own JSON syntax."""
 
 
 def _at(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
@@ -66,8 +68,8 @@ def _at(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
 def memory_docs(memory: MemoryRecord) -> tuple[str, str]:
     """A memory's stored document and its ``recall`` column, from one reading of its fields.
 
-    The column is the JSON array :func:`recall_row` takes (``id, seq, updated_at`` and the
-    :data:`RECALL_FIELDS`): recall reads a thousand candidates' ranking fields, and one
+    The column is the JSON array :func:`recall_row` takes (``id, seq, updated_at``, the
+    :data:`RECALL_FIELDS` and the writer of the text's origin): recall reads a thousand candidates' ranking fields, and one
     short array per row is ~4x cheaper to read than the paths of the full document.
     """
     document = memory.to_dict()
@@ -88,6 +90,7 @@ def memory_docs(memory: MemoryRecord) -> tuple[str, str]:
         ttl.get("decay_days"),
         document["actor"],
         document["channel"],
+        document["origin"] or document["actor"],
     ]
     return _compact(document), _compact(fields)
 
@@ -98,9 +101,11 @@ _TOP = operator.itemgetter(
 
 
 def recall_fields(document: Mapping[str, Any]) -> list[Any]:
-    """The ``recall`` column's values of a stored document, read by :data:`RECALL_FIELDS`."""
+    """The ``recall`` column's values of a stored document, read by :data:`RECALL_FIELDS`,
+    and the writer of its origin."""
     fields = [document["id"], document["seq"], document["updated_at"]]
-    return fields + [_at(document, path) for _name, path, _type in RECALL_FIELDS]
+    fields += [_at(document, path) for _name, path, _type in RECALL_FIELDS]
+    return [*fields, document.get("origin") or document["actor"]]
 
 
 def memory_from_doc(doc: str) -> MemoryRecord:
@@ -117,7 +122,7 @@ def recall_row(values: Sequence[Any]) -> RecallRow:
     """A :class:`RecallRow` from the fields both stores select, in this order: id, seq,
     updated_at, title, content, created_at, recorded_at, session, speaker, importance,
     confidence, lifecycle, valid_from, valid_until, expires, ttl policy, ttl expires_at,
-    ttl decay_days, actor, channel."""
+    ttl decay_days, actor, channel, writer."""
     r = values
     title, content = r[3], r[4]
     return RecallRow(
@@ -140,6 +145,7 @@ def recall_row(values: Sequence[Any]) -> RecallRow:
         r[17],
         r[18],
         r[19],
+        r[20],
     )
 
 
