@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from troth.core.access import EVERY, EXPORT, READ, WRITE, Grant, not_found
+from troth.core.access import EVERY, EXPORT, NAMED, READ, WRITE, Grant, library_grant, not_found
 from troth.core.errors import PolicyDeniedError
 from troth.core.events import Record
-from troth.core.records import MemoryRecord
+from troth.core.records import MemoryRecord, principal_kind
 from troth.service import validation as check
 from troth.service.recall import Query
 from troth.storage.base import MemoryFilter, Store
@@ -39,9 +39,26 @@ class Access:
         # relays the agent's call (``Memory.as_actor``); None elsewhere.
         self.default = default
 
+    @classmethod
+    def relayed(cls, store: Store, actor: str, principal: str) -> Access:
+        """The authority of a library call by ``principal``'s facade that names another
+        ``actor``: the library takes its caller's word for who acts, so the call is held to
+        that actor's own grant (``Memory.as_actor``)."""
+        grant = library_grant(actor)
+        # An agent relayed through a person's facade acts for that person unless it names
+        # another; a person's own facade never lends them another's ledger.
+        person = principal if principal_kind(principal) == "human" else None
+        return cls(store, grant, default=person if grant.reach == NAMED else None)
+
     def require(self, scope: str, action: str) -> None:
         """Refuse unless the grant holds ``scope`` (a sentence naming it)."""
         self.grant.require(scope, action)
+
+    def writable(self, named: str | None, action: str) -> str:
+        """The ledger a write acts on: refused unless the grant may write (``action`` says
+        what was asked, as for :meth:`require`), then as :meth:`owner`."""
+        self.require(WRITE, action)
+        return self.owner(named)
 
     def owner(self, named: str | None) -> str:
         """The ledger a call acts on (the one named, if the grant reaches it)."""

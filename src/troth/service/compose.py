@@ -4,7 +4,8 @@
 
     Memory (facade: the public verbs, each one line of delegation)
       │
-      ├── use cases   Writes · Changes · Retention · Integrity · Reads
+      ├── use cases   Writes · Changes (Reviews: at once or by request) · Retention
+      │               Integrity · Reads
       │               Portability · Exports (with their proof) · Returns (restore by proof)
       │               Checkpoints · Migration · Tokens
       │
@@ -43,6 +44,7 @@ from troth.service.requests import Requests
 from troth.service.restoring import Restorer
 from troth.service.retention import Retention
 from troth.service.returns import Returns
+from troth.service.reviews import Reviews
 from troth.service.stores import open_store
 from troth.service.tokens import Tokens
 from troth.service.vectors import Vectors
@@ -85,6 +87,7 @@ class Services:
         self.writes = Writes(self.parties, self.admission, self.ledger, self.vectors)
         self.changes = Changes(self.parties, self.ledger)
         self.requests = Requests(self.parties, self.admission, self.writes, self.ledger)
+        self.reviews = Reviews(self.parties, self.changes, self.requests)
         self.retention = Retention(self.parties, self.ledger, clock)
         self.integrity = Integrity(self.parties, self.ledger, self.vectors, store, self.check)
         self.reads = Reads(

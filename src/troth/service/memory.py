@@ -5,7 +5,8 @@ verb checks nothing and decides nothing itself, but delegates in one line to the
 that does (``service/compose.py`` wires them, and draws the map):
 
 - ``writes.py``: remember, remember_many, admit, edit, decide, bulk_load;
-- ``changes.py``: approve, reject, hide, forget, redact;
+- ``changes.py``: reject, hide; ``reviews.py``: approve, forget, redact (at once, or a
+  request the person approves: ``requests.py``);
 - ``retention.py``: sweep;
 - ``integrity.py``: verify, rebuild, restore_chain, reanchor (``vectors.py``: reindex);
 - ``reads.py``: get, memories, log, may_justify, recall;
@@ -36,9 +37,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from troth.core.access import NAMED, READ, WRITE, Grant, library_grant
+from troth.core.access import READ, WRITE, Grant, library_grant
 from troth.core.policy import Decision, Justification, Policy
-from troth.core.records import MemoryRecord, principal_kind
+from troth.core.records import MemoryRecord
 from troth.service.access import Access
 from troth.service.base import Clock, utc_now
 from troth.service.changes import FORGET_REASON
@@ -51,7 +52,6 @@ from troth.service.portability import ExportResult, ImportReport
 from troth.service.proofs import Proofs
 from troth.service.readcheck import Anchor
 from troth.service.recall import Query, RecallHit
-from troth.service.requests import request_of
 from troth.service.tokens import Tokens
 from troth.storage.base import MemoryFilter, Store
 
@@ -113,13 +113,7 @@ class Memory:
         whatever a call says (``acting_as``)."""
         if self.held or actor is None or actor == self.principal:
             return self.access
-        grant = library_grant(actor)
-        # An agent relayed through a person's facade acts for that person unless it names
-        # another; a person's own facade never lends them another's ledger.
-        person = self.principal if principal_kind(self.principal) == "human" else None
-        return Access(
-            self.parts.parties.store, grant, default=person if grant.reach == NAMED else None
-        )
+        return Access.relayed(self.parts.parties.store, actor, self.principal)
 
     # -- opening and closing ----------------------------------------------------------
 
@@ -193,10 +187,9 @@ class Memory:
         ``channel`` defaults by the one rule of ``core.access.default_channel``: ``user``
         for a person writing into their own ledger, ``synthesis`` for anyone else.
         """
-        self.as_actor(actor).require(WRITE, "write memories")
         return self.parts.writes.remember(
             text,
-            owner=self.as_actor(actor).owner(owner),
+            owner=self.as_actor(actor).writable(owner, "write memories"),
             actor=actor,
             channel=channel,
             on_behalf_of=on_behalf_of,
@@ -220,10 +213,9 @@ class Memory:
         Each item is the text, or a mapping with ``text`` and any per-item field of
         :meth:`remember` (``kind``, ``topic``, ``reason`` …) overriding the shared ones.
         """
-        self.as_actor(actor).require(WRITE, "write memories")
         return self.parts.writes.remember_many(
             items,
-            owner=self.as_actor(actor).owner(owner),
+            owner=self.as_actor(actor).writable(owner, "write memories"),
             actor=actor,
             channel=channel,
             on_behalf_of=on_behalf_of,
@@ -247,10 +239,9 @@ class Memory:
         draft: Draft | None = None,
     ) -> WriteResult:
         """Write a memory carried in from an export, keeping the review state it had there."""
-        self.as_actor(actor).require(WRITE, "write memories")
         return self.parts.writes.admit(
             text,
-            owner=self.as_actor(actor).owner(owner),
+            owner=self.as_actor(actor).writable(owner, "write memories"),
             status=status,
             actor=actor,
             channel=channel,
@@ -301,9 +292,7 @@ class Memory:
         """A person approves a proposed memory; it becomes active and retrievable. Approving
         a request to forget or redact (``service/requests.py``) carries the act out."""
         found = self.as_actor(actor).memory(memory_id, owner)
-        if request_of(found) is not None and found.status == "proposed":
-            return self.parts.requests.carry_out(found, actor=actor, note=note)
-        return self.parts.changes.approve(memory_id, actor=actor, owner=found.owner, note=note)
+        return self.parts.reviews.approve(found, actor=actor, note=note)
 
     def reject(
         self,
@@ -341,14 +330,7 @@ class Memory:
         policy does not let destroy at once (an agent) gets a request the person approves
         (``service/requests.py``): the proposed request is returned."""
         found = self.as_actor(actor).memory(memory_id, owner)
-        if self.parts.requests.must_ask("forget", actor=actor, owner=found.owner):
-            return self._ask("forget", found, actor, reason)
-        return self.parts.changes.forget(memory_id, actor=actor, owner=found.owner, reason=reason)
-
-    def _ask(self, act: str, target: MemoryRecord, actor: str | None, reason: str) -> MemoryRecord:
-        who = actor or self.principal
-        behalf = target.owner if who != target.owner else None
-        return self.parts.requests.ask(act, target, actor=who, reason=reason, on_behalf_of=behalf)
+        return self.parts.reviews.forget(found, actor=actor, reason=reason)
 
     def redact(
         self, memory_id: str, *, reason: str, actor: str | None = None, owner: str | None = None
@@ -356,9 +338,7 @@ class Memory:
         """Erase a memory's text from every byte the store keeps; the chain still verifies.
         As for :meth:`forget`, an agent's redaction is a request the person approves."""
         found = self.as_actor(actor).memory(memory_id, owner)
-        if self.parts.requests.must_ask("redact", actor=actor, owner=found.owner):
-            return self._ask("redact", found, actor, reason)
-        return self.parts.changes.redact(memory_id, reason=reason, actor=actor, owner=found.owner)
+        return self.parts.reviews.redact(found, actor=actor, reason=reason)
 
     def sweep(self, *, now: datetime | None = None, owner: str | None = None) -> list[MemoryRecord]:
         """Expire what retention says is over (ttl, PCP expires) and erase its text."""
@@ -398,10 +378,8 @@ class Memory:
         self, owner: str, entries: Iterable[Entry | Record], *, actor: str | None = None
     ) -> Verification:
         """Write a personaxis chain verbatim into an empty ledger and project it."""
-        self.as_actor(actor).require(WRITE, "restore a chain")
-        return self.parts.integrity.restore_chain(
-            self.as_actor(actor).owner(owner), entries, actor=actor
-        )
+        whose = self.as_actor(actor).writable(owner, "restore a chain")
+        return self.parts.integrity.restore_chain(whose, entries, actor=actor)
 
     def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
         """Re-anchor a ledger holding legacy (≤0.10) lines into v1.0 form."""
@@ -458,8 +436,9 @@ class Memory:
         alone, without their proof (:meth:`export_file` carries it) — audited: an ``export``
         event by ``actor`` (default: this facade's principal) is appended before the bytes
         are returned, as for :meth:`export_to`."""
-        whose = self.access.exportable(owner)
-        result = self.parts.exports.export_bytes(fmt, owner=whose, actor=actor)
+        result = self.parts.exports.export_bytes(
+            fmt, owner=self.access.exportable(owner), actor=actor
+        )
         return result.data, result.items
 
     def export_file(
@@ -467,8 +446,7 @@ class Memory:
     ) -> ExportFile:
         """An export (pcp, personaxis, hux) as one file that carries its proof: what the HTTP
         API and the review page hand out, the bytes ``troth export -o NAME.zip`` writes."""
-        whose = self.access.exportable(owner)
-        return self.parts.exports.hand_out(fmt, owner=whose, actor=actor)
+        return self.parts.exports.hand_out(fmt, owner=self.access.exportable(owner), actor=actor)
 
     def export_to(
         self,
@@ -480,8 +458,7 @@ class Memory:
     ) -> ExportResult:
         """Export to a file: a PCP archive (.tar or .zip), personaxis JSONL or HUX records
         with their restore copy and checkpoint beside them, or the three in a .zip."""
-        whose = self.access.exportable(owner)
-        return self.parts.exports.export_to(fmt, output, owner=whose, at=at)
+        return self.parts.exports.export_to(fmt, output, owner=self.access.exportable(owner), at=at)
 
     def import_path(
         self,
@@ -498,12 +475,11 @@ class Memory:
 
         ``approve``: the person approves what the import proposed, in the same run (each
         approval audited; the policy keeps some topics for one-by-one review)."""
-        self.access.require(WRITE, "import memories")
         return self.parts.returns.import_path(
             path,
             fmt=fmt,
             mode=mode,
-            owner=self.access.owner(owner),
+            owner=self.access.writable(owner, "import memories"),
             reanchor=reanchor,
             progress=progress,
             approve=approve,
@@ -537,12 +513,11 @@ class Memory:
         Sensitive memories join a restore brief only if ``include_sensitive`` (default: the
         caller is the owner). See ``docs/checkpoints.md``.
         """
-        self.as_actor(caller).require(WRITE, "send session checkpoints")
+        access = self.as_actor(caller)
+        whose = access.writable(owner, "send session checkpoints")
+        sensitive = access.sensitive_for_checkpoint(include_sensitive)
         return self.parts.checkpoints.handle(
-            raw,
-            caller=caller,
-            owner=self.as_actor(caller).owner(owner),
-            include_sensitive=self.as_actor(caller).sensitive_for_checkpoint(include_sensitive),
+            raw, caller=caller, owner=whose, include_sensitive=sensitive
         )
 
     def migrate(
