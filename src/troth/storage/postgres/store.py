@@ -25,6 +25,7 @@ import psycopg
 from psycopg import sql as pgsql
 
 from troth.core.errors import IntegrityError, StorageError
+from troth.core.lifecycle import in_ledger_order
 from troth.core.query import CandidateLimits, Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
@@ -289,7 +290,7 @@ class PostgresStore(sql.SQLReads):
     def replace_projection(self, owner: str, memories: Mapping[str, MemoryRecord]) -> None:
         """Replace one owner's projection and indexes with recomputed ones."""
         db = self._connection()
-        rows = [memory_row(m, None) for m in sorted(memories.values(), key=lambda m: m.seq)]
+        rows = [memory_row(m, None) for m in in_ledger_order(memories.values())]
         with self._transaction(db):
             db.execute("DELETE FROM memories WHERE owner = %s", (owner,))
             if rows:

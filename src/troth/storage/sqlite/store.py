@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from troth.core.errors import StorageError
+from troth.core.lifecycle import in_ledger_order
 from troth.core.query import CandidateLimits, Term
 from troth.core.records import MemoryRecord
 from troth.storage import sql
@@ -186,7 +187,7 @@ class SQLiteStore(sql.SQLReads):
                 if dimension is not None:
                     db.execute("DELETE FROM memory_vec WHERE rowid = ?", (rid,))
             db.execute("DELETE FROM memories WHERE owner = ?", (owner,))
-            for memory in sorted(memories.values(), key=lambda m: m.seq):
+            for memory in in_ledger_order(memories.values()):
                 put_memory(db, memory, None, dimension)
             # The rows have new rids and no vectors: `reindex` (the facade does) restores them.
             bump_generation(db, owner)
