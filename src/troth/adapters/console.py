@@ -89,6 +89,7 @@ class Context:
         self.settings = settings
         self.as_json = as_json
         self._memory: Memory | None = None
+        self._compacting = False  # whether the Memory was opened to compact
         self._swept = False
         self._sealer: Sealer | None = None
         self._lengths: dict[str, int] = {}
@@ -99,9 +100,19 @@ class Context:
 
     def opened(self, *, compacting: bool = False) -> Memory:
         """The Memory, opened on first use (``compacting``: for ``troth compact``, whose
-        store leaves pending erasures to the rewrite instead of scrubbing them as it opens)."""
+        store leaves pending erasures to the rewrite instead of scrubbing them as it opens).
+
+        The flag only means something at the opening: asked of a Memory already opened
+        without it, it is refused rather than ignored (that store scrubbed as it opened).
+        """
         if self._memory is None:
             self._memory = build_memory(self.settings, compacting=compacting)
+            self._compacting = compacting
+        elif compacting and not self._compacting:
+            raise ConflictError(
+                "the store is already open, not for compacting (it scrubbed its pending"
+                " erasures as it opened); compact from a new context, as `troth compact` does"
+            )
         return self._memory
 
     @property
