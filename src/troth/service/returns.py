@@ -234,13 +234,17 @@ class Returns:
                 path, fmt=fmt, mode=mode, owner=whose, reanchor=reanchor, progress=progress
             )
         else:
-            read = _with_copy(path, fmt)
-            if isinstance(read, tuple):
-                name, found = read
+            sources, found = _with_copy(path, fmt)
+            if found is not None:
+                [(name, _data)] = sources
                 report = self._import_with_copy(name, found, owner=whose, progress=progress)
             else:  # a plain import, of the bytes already read when there are any
                 report = self.portability.import_files(
-                    read or read_sources(path), fmt=fmt, mode=mode, owner=whose, progress=progress
+                    sources or read_sources(path),
+                    fmt=fmt,
+                    mode=mode,
+                    owner=whose,
+                    progress=progress,
                 )
         if approve:
             self._approve(report, note=f"approved with the import of {path.name}")
@@ -389,27 +393,28 @@ class Returns:
         return _finding(path, "export", whose, checkpoint, len(rows), problem)
 
 
-def _with_copy(path: Path, fmt: str | None) -> tuple[str, Carried] | list[tuple[str, bytes]]:
-    """The name ``path`` is read under and what it carries, when it is a flat export with
-    its restore copy beside it, or a bundle; otherwise what was read of it to find out
-    (nothing, for a folder or a file that is neither), for the plain import. The file is
-    read and unzipped once, here, and what the import needs is passed along."""
+def _with_copy(path: Path, fmt: str | None) -> tuple[list[tuple[str, bytes]], Carried | None]:
+    """What was read of ``path`` (nothing, for a folder or a file that is neither of these)
+    and, when it is a flat export with its restore copy beside it or a bundle, what it
+    carries (else None: the plain import follows). The file is read and unzipped once,
+    here, and what the import needs is passed along."""
     if not path.is_file():
-        return []
+        return [], None
     if ledger_copy.sidecars(path)[0].is_file():
-        [(name, data)] = read_sources(path)  # the size limits of every import
-        return name, carried(path, data, fmt)
+        sources = read_sources(path)  # the size limits of every import
+        [(_name, data)] = sources
+        return sources, carried(path, data, fmt)
     if path.suffix != ".zip":
-        return []
+        return [], None
     try:
         sources = read_sources(path)
-        [(name, data)] = sources
+        [(_name, data)] = sources
         files = archive.read(data, where=path.name)
     except FormatError:  # the import that follows says what is wrong with it
-        return []
+        return [], None
     if ledger_copy.unbundle(files) is None:
-        return sources
-    return name, carried(path, data, fmt, files=files)
+        return sources, None
+    return sources, carried(path, data, fmt, files=files)
 
 
 def _looks_like_note(data: bytes) -> bool:
