@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from tests.backends import connection, execute
-from tests.conftest import StepClock, facade, open_backend
+from tests.conftest import StepClock, facade
+from tests.processes import Processes
 from troth.core.errors import IntegrityError, InvalidInputError
 from troth.core.events import Record
 from troth.service.folds import FoldFiles
@@ -56,22 +57,24 @@ class Counted:
 
 @dataclass
 class Home:
-    backend: str
-    path: Path
-    url: str | None
-    clock: StepClock
-    opened: list[Memory] = field(default_factory=list)
+    """The processes of one backend on one home (``tests.processes.Processes``), each of
+    whose stores counts the rows it reads; closing them closes only their stores."""
+
+    processes: Processes
+
+    @property
+    def clock(self) -> StepClock:
+        return self.processes.clock
 
     def store(self) -> Store:
         """A new store on the data, as a new process opens one (the caller closes it)."""
-        return open_backend(self.backend, self.path, self.url)
+        return self.processes.store()
 
     def open(self, folds: FoldFiles | None = None) -> tuple[Memory, Counted]:
         """A new facade (as a new process opens one), its store counting rows read."""
         counted = Counted(self.store())
-        memory = facade(counted.store, clock=self.clock)
+        memory = self.processes.open(counted.store)
         memory.parts.check.folds = folds
-        self.opened.append(memory)
         return memory, counted
 
     def sql(self, statement: str, params: tuple[Any, ...] = ()) -> None:
@@ -85,7 +88,7 @@ class Home:
     def close(self) -> None:
         """Close the stores of the facades opened here (only the stores: ``Memory.close``
         would also save their folds)."""
-        for memory in self.opened:
+        for memory in self.processes.opened:
             memory.store.close()
 
 
@@ -93,7 +96,7 @@ class Home:
 def opened_home(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Home]:
     """A :class:`Home` on ``backend`` under ``tmp_path``, closed when the block ends."""
     url = request.getfixturevalue("pg_url") if backend == "postgres" else None
-    h = Home(backend, tmp_path / "home", url, StepClock())
+    h = Home(Processes(backend, tmp_path / "home", url, StepClock()))
     try:
         yield h
     finally:
