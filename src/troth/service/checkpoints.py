@@ -86,21 +86,16 @@ def checkpoint_event(record: CheckpointRecord, actor: str) -> Event:
         counts[attribute] = len(items)
         for index, item in enumerate(items):
             texts[f"{prefix}.{index}"] = item
-    window = record.turn_window
+    # The record's own JSON form (its time, its window, its redactions), not a copy of it.
+    document = record.to_dict()
     fields: dict[str, Any] = {
-        "created_at": record.to_dict()["created_at"],
+        "created_at": document["created_at"],
         "source_message_id": record.source_message_id,
         "session_id": record.session_id,
-        "turn_window": None
-        if window is None
-        else {
-            "start_turn_id": window.start_turn_id,
-            "end_turn_id": window.end_turn_id,
-            "turn_count": window.turn_count,
-        },
+        "turn_window": document["turn_window"],
         "facts": [fact.memory_id for fact in record.stable_facts],
         "counts": counts,
-        "redactions": [{"field": r.field, "reason": r.reason} for r in record.redactions],
+        "redactions": document["redactions"],
         "review_required": record.review_required,
         "extra": dict(record.extra),
     }
