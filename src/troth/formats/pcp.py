@@ -29,7 +29,15 @@ from troth.core.records import (
 )
 from troth.core.versions import PCP_VERSION as PCP_VERSION
 from troth.formats import yaml12
-from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
+from troth.formats.registry import (
+    Decoded,
+    FunctionCodec,
+    Item,
+    Refusal,
+    decoded_one,
+    frontmatter_with,
+    register,
+)
 
 NAME: Final = "pcp-page"
 MAX_PAGE_BYTES: Final = 1 << 20
@@ -475,17 +483,12 @@ def decode(
         return [known_item(path, sha256, where=name)], []
     page = decode_page(data, where=name)
     item = page_item(page, path=path, sha256=sha256, where=name, restore=restore)
-    return ([item], []) if isinstance(item, Item) else ([], [item])
+    return decoded_one(item)
 
 
 def sniff(data: bytes, filename: str = "") -> bool:
     """A page: frontmatter with ``title`` and a UTC ``updated`` (basic-memory has neither)."""
-    if not data.startswith(b"---\n"):
-        return False
-    head = data[:8192].decode("utf-8", "replace")
-    return bool(re.search(r'^"?updated"?: "?\d{4}-\d{2}-\d{2}T', head, re.M)) and bool(
-        re.search(r'^"?title"?:', head, re.M)
-    )
+    return frontmatter_with(data, r'^"?updated"?: "?\d{4}-\d{2}-\d{2}T', r'^"?title"?:')
 
 
 CODEC = register(FunctionCodec(NAME, sniff, decode, "one PCP 0.3 memory page (.md)"))

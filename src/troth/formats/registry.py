@@ -11,6 +11,7 @@ order, most specific first, so a PCP archive is recognised before a JSON file is
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -56,6 +57,20 @@ class Refusal:
 
 
 Decoded = tuple[list[Item], list[Refusal]]
+
+
+def decoded_one(result: Item | Refusal) -> Decoded:
+    """What a one-item file decodes to: the item, or its refusal."""
+    return ([result], []) if isinstance(result, Item) else ([], [result])
+
+
+def frontmatter_with(data: bytes, *patterns: str) -> bool:
+    """Whether ``data`` opens with frontmatter whose first 8 KiB hold, for each pattern, a
+    line that starts with a match of it (how a Markdown format sniffs its own keys)."""
+    if not data.startswith(b"---\n"):
+        return False
+    head = data[:8192].decode("utf-8", "replace")
+    return all(re.search(pattern, head, re.M) for pattern in patterns)
 
 
 @runtime_checkable

@@ -15,7 +15,15 @@ from typing import Any, Final
 
 from troth.core.errors import FormatError
 from troth.formats import foreign, pcp, yaml12
-from troth.formats.registry import Decoded, FunctionCodec, Item, Refusal, register
+from troth.formats.registry import (
+    Decoded,
+    FunctionCodec,
+    Item,
+    Refusal,
+    decoded_one,
+    frontmatter_with,
+    register,
+)
 
 NAME: Final = "remnic"
 CATEGORY_TYPE: Final = {
@@ -141,16 +149,13 @@ def item(data: bytes, *, name: str) -> Item | Refusal:
 def decode(data: bytes, *, name: str = "memory.md", **_: Any) -> Decoded:
     """One Remnic memory file."""
     result = item(data, name=name)
-    return ([result], []) if isinstance(result, Item) else ([], [result])
+    return decoded_one(result)
 
 
 def sniff(data: bytes, filename: str = "") -> bool:
     """Frontmatter with Remnic's own keys (``category`` with a lifecycle or validity)."""
-    if not data.startswith(b"---\n"):
-        return False
-    head = data[:8192].decode("utf-8", "replace")
-    return bool(re.search(r"^category:", head, re.M)) and bool(
-        re.search(r"^(lifecycle_state|validAt|invalidAt|derived_from|confidence):", head, re.M)
+    return frontmatter_with(
+        data, r"^category:", r"^(lifecycle_state|validAt|invalidAt|derived_from|confidence):"
     )
 
 
