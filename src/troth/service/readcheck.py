@@ -391,10 +391,18 @@ class ReadCheck:
     def broken(
         self, owner: str, result: Verification, rows: Sequence[Record] = (), first: int = 0
     ) -> NoReturn:
-        """Refuse a chain that does not verify (the read path's finding, also recorded by
-        the write path); ``rows``, if given, start at position ``first``."""
+        """Refuse a chain that does not verify (the read path's finding); ``rows``, if
+        given, start at position ``first``."""
+        raise self.note_broken(owner, result, rows, first)
+
+    def note_broken(
+        self, owner: str, result: Verification, rows: Sequence[Record] = (), first: int = 0
+    ) -> IntegrityError:
+        """Record that the owner's chain does not verify, without raising: the write path
+        found it and raises its own sentence, and the owner's reads are refused from now
+        on in this process (its saved fold dropped). The finding, as reads will raise it."""
         at = result.broken_at or 0
-        self.refuse(
+        return self._finding(
             owner,
             f"the ledger of {owner} is broken at entry #{at}{_about(rows, at - first)}"
             f" ({result.reason})",
@@ -491,6 +499,12 @@ class ReadCheck:
     def refuse(self, owner: str, finding: str, *, repair: str = "", **details: Any) -> NoReturn:
         """Record a finding about ``owner`` and raise it: reads and writes of the owner are
         refused in this process until :meth:`forget` (after a repair)."""
+        raise self._finding(owner, finding, repair=repair, **details)
+
+    def _finding(
+        self, owner: str, finding: str, *, repair: str = "", **details: Any
+    ) -> IntegrityError:
+        """Record a finding about ``owner``; the error that refuses it."""
         how = (
             repair[:1].lower() + repair[1:].rstrip(".")
             if repair
@@ -511,7 +525,7 @@ class ReadCheck:
             self._known.pop(owner, None)
             if self.folds is not None:
                 self.folds.drop(owner)  # the next process folds the chain whole, and finds it
-        raise error
+        return error
 
 
 def _census_filters() -> tuple[tuple[MemoryFilter, Callable[[MemoryRecord], bool], str], ...]:
@@ -596,7 +610,7 @@ class _Folding:
     rest packed; an event that does not replay is kept in ``failed`` (reported once the
     chain verified: a broken chain is the finding to name first)."""
 
-    _BATCH: Final = 512
+    _BATCH: Final = 128
 
     def __init__(self, owner: str) -> None:
         self.owner = owner
