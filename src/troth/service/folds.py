@@ -1,4 +1,10 @@
-"""The read check's fold, saved between processes so a first read does not walk the ledger.
+"""The read check's fold: kept packed in a process, and saved between processes so a
+first read does not walk the ledger.
+
+A :class:`Fold` is what a process keeps of an owner's chain: per memory one ``bytes``
+(its census marks and :func:`pack` of its record), which the garbage collector does not
+track, so a fold of every memory costs no collection pause (docs/ledger.md, "The fold in
+memory").
 
 A :class:`SavedFold` is what :class:`~troth.service.readcheck.ReadCheck` knew of one owner
 when a process closed: the tip it had verified (length and head), how many memories each
