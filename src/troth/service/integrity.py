@@ -236,7 +236,7 @@ class Integrity:
                 )
             for record in records:
                 tx.append(record.entry, record.meta, record.texts)
-            for memory in sorted(projection.values(), key=lambda m: m.seq):
+            for memory in lifecycle.in_ledger_order(projection.values()):
                 tx.put(memory)
         self.ledger.trust(whose, Tip(result.length, result.head))
         self.vectors.refresh(whose)

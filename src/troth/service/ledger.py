@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -161,8 +161,7 @@ class Ledger:
             if self.check is not None:
                 # The read path refuses the owner too (and drops its saved fold): reads
                 # served over a saved fold had not seen the older rows (docs/ledger.md, §13).
-                with suppress(IntegrityError):
-                    self.check.broken(tx.owner, result)
+                self.check.note_broken(tx.owner, result)
             raise IntegrityError(
                 f"the ledger of {tx.owner} is broken at entry #{result.broken_at} "
                 f"({result.reason}); refusing to write. Run `troth verify` to inspect it",

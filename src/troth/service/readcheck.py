@@ -18,6 +18,7 @@ checkpoint, then :meth:`ReadCheck.forget`).
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -29,7 +30,7 @@ from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, 
 from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
 from troth.core.records import STATUSES, MemoryRecord
 from troth.service.extending import since
-from troth.service.folds import FoldFiles, SavedFold, digest
+from troth.service.folds import Fold, FoldFiles, SavedFold, digest
 from troth.storage.base import MemoryFilter, Store, Tip
 
 __all__ = ["Anchor", "ReadCheck", "served_problem"]
@@ -67,7 +68,7 @@ class _Known:
     """
 
     tip: Tip
-    memories: dict[str, MemoryRecord]
+    memories: Fold
     counts: list[int]
     checked: bool = True
     #: The fold a previous process saved, which ``memories`` (then the memories changed
@@ -78,10 +79,8 @@ class _Known:
 
     def change(self, memory: MemoryRecord) -> None:
         """Take a memory the chain now makes, keeping the census counts."""
-        old = self.memories.get(memory.id)
-        if old is not None:
-            was = _marks(old)
-        else:
+        was = self.memories.marks(memory.id)
+        if was is None:
             found = None if self.base is None else self.base.find(memory.id)
             was = 0 if found is None else found[1]
         now = _marks(memory)
@@ -89,7 +88,7 @@ class _Known:
             counts = self.counts
             for index in range(len(counts)):
                 counts[index] += ((now >> index) & 1) - ((was >> index) & 1)
-        self.memories[memory.id] = memory
+        self.memories.put(memory, now)
 
 
 class ReadCheck:
@@ -136,8 +135,8 @@ class ReadCheck:
             for owner, known in list(self._known.items()):
                 if not known.checked or known.saved == known.tip or owner in self._refused:
                     continue
-                marked = ((m, _marks(m)) for m in known.memories.values())
-                fold = SavedFold.build(known.tip, known.counts, marked, known.base)
+                digested = known.memories.digested()
+                fold = SavedFold.build(known.tip, known.counts, digested, known.base)
                 if fold is not None:
                     self.folds.save(owner, fold)
                     known.saved = known.tip
@@ -201,7 +200,7 @@ class ReadCheck:
             if known is None:
                 if start.length:
                     return  # not read yet: the first read verifies and folds the chain
-                known = _Known(start, {}, [0] * len(_CENSUS), checked=False)
+                known = _Known(start, Fold(), [0] * len(_CENSUS), checked=False)
                 self._known[owner] = known
             if known.tip != start:
                 return  # another writer came between: the next read follows the rows
@@ -273,23 +272,33 @@ class ReadCheck:
     def _rows(self, owner: str) -> Rows:
         return lambda start: self.store.records(owner, start)
 
-    def _made(self, owner: str, tip: Tip, rows: Rows) -> tuple[Tip, dict[str, MemoryRecord]]:
-        """The memories the chain makes at ``tip``, once it verifies to it."""
-        # The rows up to the tip read first: a write committed meanwhile is followed later.
-        records = list(islice(rows(0), tip.length))
-        result = check_head(verify_records(records, owner=owner), tip.length, tip.head)
+    def _made(self, owner: str, tip: Tip, rows: Rows) -> tuple[Tip, Fold, list[int]]:
+        """The memories the chain makes at ``tip``, once it verifies to it, and how many
+        of them each census filter keeps.
+
+        One pass: each row is folded as the verification reads it, and neither the rows
+        nor the records are kept (the fold is packed as it grows), so a whole fold leaves
+        no heap for the garbage collector to walk, and does not walk a growing one while
+        it runs. What the fold made is used only once the whole chain verified.
+        """
+        folding = _Folding(owner)
+        result = check_head(
+            verify_records(folding.through(islice(rows(0), tip.length)), owner=owner),
+            tip.length,
+            tip.head,
+        )
         if not result.ok:
-            self.broken(owner, result, records, 0)
-        try:
-            made = lifecycle.fold(records, owner)
-        except _REPLAY as exc:
-            self.refuse(owner, f"the events of {owner}'s ledger do not replay ({exc})")
-        return Tip(result.length, result.head), made
+            at = result.broken_at or 0
+            self.broken(owner, result, *folding.row(at))
+        if folding.failed is not None:
+            self.refuse(owner, f"the events of {owner}'s ledger do not replay ({folding.failed})")
+        fold = folding.done()
+        return Tip(result.length, result.head), fold, _counts(fold)
 
     def _load(self, owner: str, tip: Tip, rows: Rows) -> _Known:
-        verified, made = self._made(owner, tip, rows)
+        verified, fold, counts = self._made(owner, tip, rows)
         self._anchor(owner)
-        known = _Known(verified, made, _counted(made.values()))
+        known = _Known(verified, fold, counts)
         self._census(owner, known)
         self._known[owner] = known
         return known
@@ -297,8 +306,8 @@ class ReadCheck:
     def _settle(self, owner: str, known: _Known, tip: Tip, rows: Rows) -> None:
         """Verify and fold the whole chain to ``tip`` into ``known``, in place (a saved
         fold's memory not found as it saved it, a finding to name, rows to serve)."""
-        known.tip, known.memories = self._made(owner, tip, rows)
-        known.counts, known.base = _counted(known.memories.values()), None
+        known.tip, known.memories, known.counts = self._made(owner, tip, rows)
+        known.base = None
 
     def _resume(self, owner: str, saved: SavedFold, tip: Tip) -> _Known | None:
         """Take the fold a previous process saved, if the chain still extends it: the entry
@@ -317,7 +326,7 @@ class ReadCheck:
         )
         if not result.ok:
             return None
-        known = _Known(saved.tip, {}, list(saved.counts), base=saved, saved=saved.tip)
+        known = _Known(saved.tip, Fold(), list(saved.counts), base=saved, saved=saved.tip)
         try:
             self._replay(owner, known, new)
         except (_StaleError, *_REPLAY):
@@ -382,10 +391,18 @@ class ReadCheck:
     def broken(
         self, owner: str, result: Verification, rows: Sequence[Record] = (), first: int = 0
     ) -> NoReturn:
-        """Refuse a chain that does not verify (the read path's finding, also recorded by
-        the write path); ``rows``, if given, start at position ``first``."""
+        """Refuse a chain that does not verify (the read path's finding); ``rows``, if
+        given, start at position ``first``."""
+        raise self.note_broken(owner, result, rows, first)
+
+    def note_broken(
+        self, owner: str, result: Verification, rows: Sequence[Record] = (), first: int = 0
+    ) -> IntegrityError:
+        """Record that the owner's chain does not verify, without raising: the write path
+        found it and raises its own sentence, and the owner's reads are refused from now
+        on in this process (its saved fold dropped). The finding, as reads will raise it."""
         at = result.broken_at or 0
-        self.refuse(
+        return self._finding(
             owner,
             f"the ledger of {owner} is broken at entry #{at}{_about(rows, at - first)}"
             f" ({result.reason})",
@@ -398,10 +415,10 @@ class ReadCheck:
     ) -> None:
         """Refuse ``memory`` unless the chain makes it; ``racing``: it was read outside a
         write holding the chain, so a commit may have come between the read and the chain's."""
-        made = known.memories.get(memory.id)
-        if made is not None and made == memory:  # the common case, first
+        held = known.memories.holds(memory)
+        if held:  # the common case, first
             return
-        if made is None and known.base is not None and known.base.holds(memory):
+        if held is None and known.base is not None and known.base.holds(memory):
             return
         if not racing:
             if known.base is not None:  # the records, not digests, decide a finding
@@ -448,8 +465,8 @@ class ReadCheck:
         # passes, two of them over the whole table (1.3-1.5 s of CPU at 976k memories,
         # docs/benchmarks.md, "Issue 19, the first query at 1M").
         stored = self.store.counts(owner, _FILTERS)
-        for (query, test, counted), expected, found in zip(
-            _CENSUS, known.counts, stored, strict=True
+        for index, ((query, _test, counted), expected, found) in enumerate(
+            zip(_CENSUS, known.counts, stored, strict=True)
         ):
             if found == expected:
                 continue
@@ -461,7 +478,7 @@ class ReadCheck:
                 ids = {m.id for m in self.store.memories(owner, query)}
             except IntegrityError as exc:
                 self.refuse(owner, exc.message.split("; run `troth")[0], state="projection")
-            want = {m.id for m in made.values() if test(m)}
+            want = {memory_id for memory_id, marks in made.ids() if marks >> index & 1}
             extra, missing = sorted(ids - want), sorted(want - ids)
             if extra and extra[0] not in made:
                 finding = (
@@ -482,6 +499,12 @@ class ReadCheck:
     def refuse(self, owner: str, finding: str, *, repair: str = "", **details: Any) -> NoReturn:
         """Record a finding about ``owner`` and raise it: reads and writes of the owner are
         refused in this process until :meth:`forget` (after a repair)."""
+        raise self._finding(owner, finding, repair=repair, **details)
+
+    def _finding(
+        self, owner: str, finding: str, *, repair: str = "", **details: Any
+    ) -> IntegrityError:
+        """Record a finding about ``owner``; the error that refuses it."""
         how = (
             repair[:1].lower() + repair[1:].rstrip(".")
             if repair
@@ -502,7 +525,7 @@ class ReadCheck:
             self._known.pop(owner, None)
             if self.folds is not None:
                 self.folds.drop(owner)  # the next process folds the chain whole, and finds it
-        raise error
+        return error
 
 
 def _census_filters() -> tuple[tuple[MemoryFilter, Callable[[MemoryRecord], bool], str], ...]:
@@ -541,10 +564,14 @@ def _marks(memory: MemoryRecord) -> int:
     return marks
 
 
-def _counted(memories: Iterable[MemoryRecord]) -> list[int]:
-    """How many of ``memories`` each census filter keeps."""
-    listed = list(memories)
-    return [sum(1 for m in listed if test(m)) for _, test, _ in _CENSUS]
+def _counts(fold: Fold) -> list[int]:
+    """How many of the fold's memories each census filter keeps (one pass over the marks)."""
+    seen = Counter(marks for _, marks in fold.ids())
+    counts = [0] * len(_CENSUS)
+    for marks, many in seen.items():
+        for index in range(len(counts)):
+            counts[index] += many * (marks >> index & 1)
+    return counts
 
 
 _REPLAY: Final = (NotFoundError, ConflictError, InvalidInputError, KeyError, TypeError)
@@ -575,6 +602,60 @@ class _Changes(dict[str, MemoryRecord]):
         if found is None:
             found = self.look(memory_id)
         return default if found is None else found
+
+
+class _Folding:
+    """A whole chain folded as its rows pass (:meth:`through`) into a packed :class:`Fold`:
+    the memories the latest rows changed are kept as records (fewer than ``_BATCH``), the
+    rest packed; an event that does not replay is kept in ``failed`` (reported once the
+    chain verified: a broken chain is the finding to name first)."""
+
+    _BATCH: Final = 128
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.fold = Fold()
+        self.failed: Exception | None = None
+        self._changes = _Changes(self.fold.get)
+        # The rows a finding can be at, to name its memory without reading the chain again:
+        # the first (its owner), the latest (where the verification stopped), and each
+        # redacted one (a redaction no later event names is found at the chain's end).
+        self._kept: dict[int, Record] = {}
+        self._latest: tuple[int, Record] | None = None
+
+    def through(self, records: Iterable[Record]) -> Iterator[Record]:
+        """Each of ``records``, once it was applied to the fold."""
+        changes, kept = self._changes, self._kept
+        for at, record in enumerate(records):  # positions, as ``broken_at`` counts them
+            self._latest = (at, record)
+            if not at or record.entry.redacted:
+                kept[at] = record
+            if self.failed is None:
+                try:
+                    lifecycle.apply(changes, record, self.owner)
+                except _REPLAY as exc:
+                    self.failed = exc
+                if len(changes) >= self._BATCH:
+                    self._flush()
+            yield record
+
+    def row(self, at: int) -> tuple[Sequence[Record], int]:
+        """The row at position ``at``, if it passed and was kept, and its position (as
+        :meth:`ReadCheck.broken` takes rows)."""
+        found = self._kept.get(at)
+        if found is None and self._latest is not None and self._latest[0] == at:
+            found = self._latest[1]
+        return ((found,), at) if found is not None else ((), at)
+
+    def done(self) -> Fold:
+        """The fold of every row that passed."""
+        self._flush()
+        return self.fold
+
+    def _flush(self) -> None:
+        for memory in self._changes.values():
+            self.fold.put(memory, _marks(memory))
+        self._changes.clear()
 
 
 def _about(records: Sequence[Record], at: int) -> str:
