@@ -4,7 +4,12 @@ forgotten, redacted, hidden or sensitive memory's words find no neighbour (both 
 
 from __future__ import annotations
 
-from tests.backends import files_holding
+import re
+from random import Random
+
+import pytest
+
+from tests.backends import connection, execute, files_holding
 from troth.core.query import lexical_terms
 from troth.service.drafts import Draft
 from troth.service.memory import Memory
@@ -109,3 +114,69 @@ def test_hidden_and_sensitive_turns_lend_no_words(any_memory: Memory) -> None:
     found = lexical_ids(any_memory, "zqxsecretword")
     assert plain not in found
     assert found <= {secret}
+
+
+def _index_instances(db: object) -> set[tuple[str, int, str]]:
+    """(term, rowid, column) of every entry of SQLite's full-text index."""
+    db.execute(  # type: ignore[attr-defined]
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.ctx_vocab"
+        " USING fts5vocab(main, memory_fts, instance)"
+    )
+    rows = db.execute("SELECT term, doc, col FROM temp.ctx_vocab")  # type: ignore[attr-defined]
+    return {(str(t), int(d), str(c)) for t, d, c in rows}
+
+
+def some_writes(any_memory: Memory) -> None:
+    """Writes in batches and one by one, across sessions, then forget, hide, redact and a
+    sensitive turn."""
+    random = Random(7)
+    words = ["apple", "river", "stone", "cloud", "lamp", "violin", "garden", "copper"]
+    items = [
+        {"text": f"{random.choice(words)} {random.choice(words)} {i}", "session": f"s{i % 3}"}
+        for i in range(30)
+    ]
+    ids = [r.id for r in any_memory.remember_many(items[:20])]  # type: ignore[arg-type]
+    ids += [
+        any_memory.remember(item["text"], draft=Draft(session=item["session"])).id
+        for item in items[20:]
+    ]
+    turns(any_memory, ["a sensitive turn about lamp"], session="s1", sensitivity="sensitive")
+    any_memory.forget(ids[4], reason="x")
+    any_memory.hide(ids[9])
+    any_memory.redact(ids[13], reason="x")
+    any_memory.remember("no session at all, a river")
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_the_rows_written_write_by_write_equal_a_migration_backfill(any_memory: Memory) -> None:
+    """The index after :func:`some_writes` equals the migration's back-fill of the rows."""
+    from troth.storage.sqlite.context import backfill
+
+    some_writes(any_memory)
+    db = connection(any_memory.store)
+    written = _index_instances(db)
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("DELETE FROM memory_fts")
+    backfill(db)
+    filled = _index_instances(db)
+    db.execute("ROLLBACK")
+    assert written == filled
+    assert {c for _, _, c in written} == {"body", "context"}
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_the_vectors_written_write_by_write_equal_a_migration_backfill_on_postgres(
+    any_memory: Memory,
+) -> None:
+    from troth.storage.postgres.context import ALL
+
+    some_writes(any_memory)
+    store = any_memory.store
+    select = "SELECT id, body::text FROM memories ORDER BY id"
+    written = execute(store, select).fetchall()
+    assert any(re.search(r"\d+C\b", body) for _, body in written)  # a context lexeme
+    db = connection(store)
+    with db.transaction():
+        db.execute(ALL)
+        filled = execute(store, select).fetchall()
+    assert written == filled

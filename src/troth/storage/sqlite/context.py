@@ -16,6 +16,7 @@ redaction's transaction then merges the segments as for the memory's own row.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,9 +33,14 @@ SESSION: Final = "json_extract(recall, '$[7]')"
 """A row's session as the ``memories_session`` index (migration 0007) holds it."""
 
 _NEIGHBOUR = (
-    "SELECT rid, doc FROM memories WHERE owner = ? AND " + SESSION + " = ?"
+    "SELECT rid, doc, seq FROM memories WHERE owner = ? AND " + SESSION + " = ?"
     " AND seq {op} ? AND status = 'active' AND retrievable = 1 AND sensitivity = 'normal'"
     " AND partition = ? AND scope = ? AND rid <> ? ORDER BY seq {order} LIMIT 1"
+)
+_RANGE = (
+    "SELECT rid, doc, seq FROM memories WHERE owner = ? AND " + SESSION + " = ?"
+    " AND seq BETWEEN ? AND ? AND status = 'active' AND retrievable = 1"
+    " AND sensitivity = 'normal' AND partition = ? AND scope = ? ORDER BY seq"
 )
 _BEFORE = _NEIGHBOUR.format(op="<", order="DESC")
 _AFTER = _NEIGHBOUR.format(op=">", order="ASC")
@@ -68,13 +74,15 @@ class ContextWrites:
         touched, self._touched = self._touched, {}
         rows = _Rows(db, {rid: memory for rid, (memory, _, _) in touched.items()})
         dirty = dict.fromkeys(touched)
+        groups: dict[Key, list[tuple[int, int]]] = {}
         for rid, (memory, _new, old) in touched.items():
-            keys = [context_key(memory)]
-            if old is not None and old != keys[0]:
-                keys.append(old)
-            for key in keys:
-                if key is not None:
-                    dirty.update(dict.fromkeys(rows.beside(rid, key, memory.seq)))
+            key = context_key(memory)
+            if key is not None:
+                groups.setdefault(key, []).append((memory.seq, rid))
+            if old is not None and old != key:  # the conversation it left
+                dirty.update(dict.fromkeys(rows.beside(rid, old, memory.seq)))
+        for key, members in groups.items():
+            dirty.update(dict.fromkeys(rows.conversation(key, sorted(members))))
         for rid in sorted(dirty):
             entry = touched.get(rid)
             write_row(db, rid, rows, new=entry is not None and entry[1])
@@ -121,6 +129,42 @@ class _Rows:
                     found.append(int(row[0]))
                     self._docs.setdefault(int(row[0]), str(row[1]))
             self._beside[(rid, key)] = found
+        return found
+
+    def conversation(self, key: Key, members: list[tuple[int, int]]) -> list[int]:
+        """The neighbours of these (seq, rid) of one conversation, sorted by seq; the
+        neighbours of every lending memory between them are known after it.
+
+        Three statements for the lot (the lending memories in their seq range, the one
+        before it and the one after), not two per memory: a batch of a conversation's new
+        turns has them next to each other. seq is the creation entry's, unique in an owner.
+        """
+        owner, session, partition, scope = key
+        low, high = members[0][0], members[-1][0]
+        line: list[tuple[int, int]] = []  # (seq, rid) of the lending memories, by seq
+        before = self._db.execute(_BEFORE, (owner, session, low, partition, scope, -1)).fetchone()
+        inside = self._db.execute(_RANGE, (owner, session, low, high, partition, scope))
+        after = self._db.execute(_AFTER, (owner, session, high, partition, scope, -1)).fetchone()
+        for row in [before, *inside.fetchall(), after]:
+            if row is not None:
+                line.append((int(row[2]), int(row[0])))
+                self._docs.setdefault(int(row[0]), str(row[1]))
+        # Every memory on the line but the outer two (found beyond the range) has both its
+        # neighbours on it.
+        start, end = int(before is not None), len(line) - int(after is not None)
+        rids = [rid for _, rid in line]
+        for i in range(start, end):
+            self._beside[(rids[i], key)] = [rids[j] for j in (i - 1, i + 1) if 0 <= j < len(rids)]
+        seqs = [seq for seq, _ in line]
+        found: list[int] = []
+        for seq, rid in members:
+            at = bisect.bisect_left(seqs, seq)
+            next_at = at + 1 if at < len(rids) and rids[at] == rid else at
+            beside = ([rids[at - 1]] if at > 0 else []) + (
+                [rids[next_at]] if next_at < len(rids) else []
+            )
+            self._beside[(rid, key)] = beside
+            found += beside
         return found
 
     def memory(self, rid: int) -> MemoryRecord:
