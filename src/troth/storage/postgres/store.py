@@ -342,9 +342,12 @@ class PostgresStore(sql.SQLReads):
         found = db.execute(
             "SELECT m.id, m.body::text FROM memories m"
             " JOIN unnest(%s::text[], %s::text[]) AS x(id, b) ON m.owner = %s AND m.id = x.id"
-            # The memory's own words (weight A); its context derives from its neighbours'.
+            # The memory's own words are weight A, its neighbours' C (storage.postgres.context:
+            # derived from theirs, not checked here); a lexeme of any other weight was not
+            # written by troth.
             " WHERE ts_filter(m.body, '{a}')"
             " IS DISTINCT FROM setweight(to_tsvector(%s::regconfig, x.b), 'A')"
+            " OR ts_filter(m.body, '{b,d}') <> ''::tsvector"
             ' ORDER BY m.id COLLATE "C" LIMIT 1',
             (ids, [fts_body(memories[i]) for i in ids], owner, TEXT_SEARCH_CONFIG),
         ).fetchone()
