@@ -324,8 +324,6 @@ class TrothMethod:
     floor: RelevanceFloor | None = DEFAULT_FLOOR
     interaction: Interaction | None = DEFAULT_INTERACTION
     context_weight: float = CONTEXT_WEIGHT
-    # Experiment (not the default): ranks 6-10 favour sessions the top 5 lack, by this lift.
-    tail_diversity: float = 0.0
 
     def build(self, conversation: Conversation) -> Searcher:
         index = HarnessIndex.build(
@@ -386,24 +384,7 @@ class _TrothSearcher:
         floor = self.method.floor
         if floor is not None and not assess_relevance(question, candidates, ranked).fits(floor):
             return []
-        if self.method.tail_diversity:
-            ranked = _diverse_tail(ranked, candidates, self.method.tail_diversity)
         return [hit.memory_id for hit in ranked[:k]]
-
-
-def _diverse_tail(ranked: list[Any], candidates: list[Candidate], lift: float) -> list[Any]:
-    """The top 5 kept; ranks 6-30 re-sorted with ``lift`` added to a hit whose session none
-    of the top 5 (nor a tail hit already picked) is in: list questions span sessions."""
-    session = {c.memory_id: c.session for c in candidates}
-    head, tail = list(ranked[:5]), list(ranked[5:30])
-    seen = {session.get(h.memory_id) for h in head}
-    out = []
-    while tail:
-        best = max(tail, key=lambda h: h.score + lift * (session.get(h.memory_id) not in seen))
-        tail.remove(best)
-        seen.add(session.get(best.memory_id))
-        out.append(best)
-    return head + out + list(ranked[30:])
 
 
 @dataclass(slots=True)
@@ -728,8 +709,6 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
         TrothMethod("abl:no-context-no-floor", embedder, context_weight=0.0, floor=None),
         TrothMethod("abl:context0.1", embedder, context_weight=0.1),
         TrothMethod("abl:context0.3", embedder, context_weight=0.3),
-        TrothMethod("abl:tail-diversity0.1", embedder, tail_diversity=0.1),
-        TrothMethod("abl:tail-diversity0.3", embedder, tail_diversity=0.3),
         TrothMethod("abl:no-interaction", embedder, interaction=None),
         TrothMethod("abl:interaction-w0.6", embedder, interaction=Interaction(weight=0.6)),
         TrothMethod("abl:interaction-top10", embedder, interaction=Interaction(top=10)),
