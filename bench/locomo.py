@@ -57,6 +57,7 @@ from troth.core.ranking import (
 )
 from troth.embedding import Embedder, StaticEmbedder
 from troth.service.interaction import DEFAULT_INTERACTION, Interaction, rerank, word_vectors
+from troth.storage.sqlite.context import CONTEXT_WEIGHT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -239,6 +240,7 @@ class HarnessIndex:
     connection: Any
     vectors: np.ndarray | None
     embedder: Embedder | None
+    context_weight: float = 0.0
 
     @classmethod
     def build(
@@ -248,23 +250,38 @@ class HarnessIndex:
         tokenizer: str,
         embedder: Embedder | None,
         with_speaker: bool = True,
+        context_weight: float = 0.0,
     ) -> HarnessIndex:
+        """``context_weight`` > 0: each turn's row also holds, in a second column weighted
+        so in bm25, the words of the turns before and after it in its session (the store's
+        context expansion, ``storage.sqlite.context``)."""
         connection = _sqlite()
-        connection.execute(f"CREATE VIRTUAL TABLE turns USING fts5(body, tokenize='{tokenizer}')")
-        connection.executemany(
-            "INSERT INTO turns(rowid, body) VALUES (?, ?)",
-            [(i, t.document(with_speaker=with_speaker)) for i, t in enumerate(turns)],
+        connection.execute(
+            f"CREATE VIRTUAL TABLE turns USING fts5(body, context, tokenize='{tokenizer}')"
         )
         documents = [t.document(with_speaker=with_speaker) for t in turns]
+        contexts = [
+            " ".join(
+                documents[j]
+                for j in (i - 1, i + 1)
+                if context_weight and 0 <= j < len(turns) and turns[j].session == turn.session
+            )
+            for i, turn in enumerate(turns)
+        ]
+        connection.executemany(
+            "INSERT INTO turns(rowid, body, context) VALUES (?, ?, ?)",
+            list(zip(range(len(turns)), documents, contexts, strict=True)),
+        )
         vectors = embedder.embed(documents) if embedder else None
-        return cls(turns, connection, vectors, embedder)
+        return cls(turns, connection, vectors, embedder, context_weight)
 
     def lexical(self, match: str | None, limit: int) -> list[tuple[int, float]]:
         """Row indexes and ``-bm25`` scores (higher is better) for an FTS5 expression."""
         if not match:
             return []
+        rank = f"bm25(turns, 1.0, {float(self.context_weight)})"
         rows = self.connection.execute(
-            "SELECT rowid, bm25(turns) FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?",
+            f"SELECT rowid, {rank} FROM turns WHERE turns MATCH ? ORDER BY {rank} LIMIT ?",
             (match, limit),
         ).fetchall()
         return [(int(r), -float(s)) for r, s in rows]
@@ -306,6 +323,7 @@ class TrothMethod:
     with_speaker: bool = True
     floor: RelevanceFloor | None = DEFAULT_FLOOR
     interaction: Interaction | None = DEFAULT_INTERACTION
+    context_weight: float = CONTEXT_WEIGHT
 
     def build(self, conversation: Conversation) -> Searcher:
         index = HarnessIndex.build(
@@ -313,6 +331,7 @@ class TrothMethod:
             tokenizer=self.tokenizer,
             embedder=self.embedder if self.use_vector else None,
             with_speaker=self.with_speaker,
+            context_weight=self.context_weight,
         )
         return _TrothSearcher(self, index)
 
@@ -686,6 +705,10 @@ def ablation_methods(embedder: Embedder) -> list[Method]:
     return [
         TrothMethod("harness:troth", embedder),
         TrothMethod("abl:no-floor", embedder, floor=None),
+        TrothMethod("abl:no-context", embedder, context_weight=0.0),
+        TrothMethod("abl:no-context-no-floor", embedder, context_weight=0.0, floor=None),
+        TrothMethod("abl:context0.1", embedder, context_weight=0.1),
+        TrothMethod("abl:context0.3", embedder, context_weight=0.3),
         TrothMethod("abl:no-interaction", embedder, interaction=None),
         TrothMethod("abl:interaction-w0.6", embedder, interaction=Interaction(weight=0.6)),
         TrothMethod("abl:interaction-top10", embedder, interaction=Interaction(top=10)),

@@ -64,6 +64,7 @@ def test_a_sqlite_file_of_the_original_schema_is_migrated_and_keeps_its_data(
     db = sqlite3.connect(str(path))
     db.execute("DROP INDEX tokens_principal")
     db.execute("ALTER TABLE tokens DROP COLUMN channel")
+    db.execute("DROP INDEX memories_session")  # 0007_fts_context's, on the column below
     db.execute("ALTER TABLE memories DROP COLUMN recall")  # 0005_recall_column's
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.commit()

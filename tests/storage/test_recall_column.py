@@ -120,6 +120,7 @@ def test_an_older_sqlite_file_gets_the_column_and_recalls_the_same(tmp_path: Any
     ids = fill(store)
     before = store.recall_rows(ALICE, ids)
     db = store._connection()
+    db.execute("DROP INDEX memories_session")  # made on the column by 0007
     db.execute("ALTER TABLE memories DROP COLUMN recall")
     db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     store.close()

@@ -118,6 +118,22 @@ def fts_body(memory: MemoryRecord) -> str:
     return " ".join(part for part in (memory.title, memory.content, " ".join(memory.tags)) if part)
 
 
+def lends_context(memory: MemoryRecord) -> bool:
+    """Whether a memory's words may stand in its neighbours' full-text context, and it get
+    theirs: active, retrievable and not sensitive. A hidden, archived, pending or forgotten
+    memory lends nothing (recall would not return it, so its words must not find another),
+    nor a sensitive one (its words must not make a normal neighbour findable by them)."""
+    return memory.status == "active" and memory.retrievable and memory.sensitivity == "normal"
+
+
+def context_key(memory: MemoryRecord) -> tuple[str, str, str, str] | None:
+    """The conversation whose memories lend each other words: owner, session, partition
+    and scope (words never cross a partition or a scope); None without a session."""
+    if memory.session is None:
+        return None
+    return (memory.owner, memory.session, memory.partition, str(memory.scope))
+
+
 def recall_row(values: Sequence[Any]) -> RecallRow:
     """A :class:`RecallRow` from the fields both stores select, in this order: id, seq,
     updated_at, title, content, created_at, recorded_at, session, speaker, importance,

@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 
 from troth.core.errors import StorageError
+from troth.storage.postgres import context
 from troth.storage.sql import migrations
 
 TEXT_SEARCH_CONFIG = "english"
@@ -35,6 +36,11 @@ def schema_version(db: psycopg.Connection[Any]) -> int:
     return int(row[0]) if row else 0
 
 
+# What a migration runs after its file, in the same transaction: a statement kept beside
+# the code that writes the same rows (the full-text context of every row).
+_AFTER: dict[int, str] = {10: context.ALL}
+
+
 def migrate(db: psycopg.Connection[Any]) -> list[int]:
     """Apply every shipped migration the database lacks; returns the versions applied."""
     applied: list[int] = []
@@ -50,6 +56,9 @@ def migrate(db: psycopg.Connection[Any]) -> list[int]:
                 if version in done:
                     continue
                 db.execute(text.encode("utf-8"))
+                after = _AFTER.get(version)
+                if after is not None:
+                    db.execute(after)
                 db.execute(
                     "INSERT INTO schema_version (version, name) VALUES (%s, %s)", (version, name)
                 )

@@ -37,8 +37,10 @@ from psycopg import sql as pgsql
 
 from troth.storage.postgres.schema import ERASABLE_TABLES
 
-TEXT_INDEXES: Final = ("memories_body",)
-"""Indexes whose keys hold erasable text (GIN lexemes); the others key on owner, id, seq."""
+TEXT_INDEXES: Final = ("memories_body", "memories_session")
+"""Indexes whose keys hold erasable text (GIN lexemes; the session a redaction erases,
+which the neighbours' index of context expansion keys on); the others key on owner, id,
+seq."""
 
 _BLOCK: Final = 8192
 _BATCH: Final = 64  # junk rows per statement
@@ -61,7 +63,7 @@ _JUNK: Final = {
         "INSERT INTO memories (owner, id, status, retrievable, kind, scope, partition,"
         " sensitivity, tags, seq, updated_at, digest, doc, recall, body)"
         " SELECT '', %(prefix)s || g, '', false, '', '', '', '', '{}', 0, '', '',"
-        " substr(%(pad)s, 1, %(size)s), '', ''::tsvector FROM generate_series(1, %(n)s) AS g"
+        " substr(%(pad)s, 1, %(size)s), '[]', ''::tsvector FROM generate_series(1, %(n)s) AS g"
         + _PLACED
     ),
     "checkpoint_replies": (

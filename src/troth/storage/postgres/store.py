@@ -39,7 +39,7 @@ from troth.storage.base import (
     stale_tip,
 )
 from troth.storage.erasure import ERASURE_WAIT, Finisher
-from troth.storage.postgres import maintenance, schema, search
+from troth.storage.postgres import context, maintenance, schema, search
 from troth.storage.postgres.nearest import RecallSearches
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.search import FILTERS
@@ -296,6 +296,7 @@ class PostgresStore(sql.SQLReads):
             if rows:
                 with db.cursor() as cursor:
                     cursor.executemany(UPSERT_MEMORY, rows)
+                db.execute(context.ALL + " WHERE m.owner = %s", (owner,))
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -342,7 +343,12 @@ class PostgresStore(sql.SQLReads):
         found = db.execute(
             "SELECT m.id, m.body::text FROM memories m"
             " JOIN unnest(%s::text[], %s::text[]) AS x(id, b) ON m.owner = %s AND m.id = x.id"
-            " WHERE m.body IS DISTINCT FROM to_tsvector(%s::regconfig, x.b)"
+            # The memory's own words are weight A, its neighbours' C (storage.postgres.context:
+            # derived from theirs, not checked here); a lexeme of any other weight was not
+            # written by troth.
+            " WHERE ts_filter(m.body, '{a}')"
+            " IS DISTINCT FROM setweight(to_tsvector(%s::regconfig, x.b), 'A')"
+            " OR ts_filter(m.body, '{b,d}') <> ''::tsvector"
             ' ORDER BY m.id COLLATE "C" LIMIT 1',
             (ids, [fts_body(memories[i]) for i in ids], owner, TEXT_SEARCH_CONFIG),
         ).fetchone()

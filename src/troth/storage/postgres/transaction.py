@@ -23,6 +23,7 @@ from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Tip, stale_tip
+from troth.storage.postgres import context
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.rows import fts_body, memory_docs, memory_from_doc
 
@@ -64,7 +65,7 @@ _MEMORY_PARAMS = (
 )  # fmt: skip
 _MEMORY_VALUES_OF = (
     "{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {},"
-    " to_tsvector({}::regconfig, {}), {}::vector"
+    " setweight(to_tsvector({}::regconfig, {}), 'A'), {}::vector"
 )
 _MEMORY_VALUES = _MEMORY_VALUES_OF.format(*(f"%({name})s" for name in _MEMORY_PARAMS))
 _INSERT_MEMORY = f"{_MEMORY_INTO} VALUES ({_MEMORY_VALUES})"  # a new id: a clash fails
@@ -158,6 +159,9 @@ class PostgresTransaction:
         self._ledger: list[tuple[Any, ...]] = []
         self._rows: list[tuple[str, dict[str, Any]]] = []  # (statement, parameters)
         self._pending: dict[str, str] = {}  # memory id -> its buffered document
+        # Memories whose full-text context (and their neighbours') the next flush rewrites,
+        # and those of them that had a row before (their old neighbours are found first).
+        self._context: dict[str, bool] = {}
         self.erased = False
 
     @property
@@ -189,11 +193,23 @@ class PostgresTransaction:
             with self._db.cursor() as cursor:
                 cursor.executemany(_INSERT_LEDGER, self._ledger)
             self._ledger = []
+        touched, self._context = self._context, {}
+        # The neighbours a changed memory had before its row changes (a redaction erases
+        # the session that finds them), then its row, then every context they touch.
+        existing = [memory_id for memory_id, new in touched.items() if not new]
+        before = (
+            [r[0] for r in self._db.execute(context.NEAR, (self._owner, existing))]
+            if existing
+            else []
+        )
         # Consecutive rows of one statement go together; the order of rows is kept.
         for statement, group in itertools.groupby(self._rows, key=lambda r: r[0]):
             with self._db.cursor() as cursor:
                 cursor.executemany(statement, [params for _, params in group])
         self._rows = []
+        if touched:
+            ids = sorted({*touched, *before})
+            self._db.execute(context.REFRESH, (self._owner, self._owner, ids))
         self._pending = {}
         if self._tip != self._stored_tip:
             self._db.execute(
@@ -211,6 +227,7 @@ class PostgresTransaction:
                 len(self._ledger) == 1
                 and len(self._rows) == 1
                 and self._rows[0][0] == _INSERT_MEMORY
+                and not self._context
             ):
                 self._append_expected()
                 return
@@ -265,6 +282,9 @@ class PostgresTransaction:
         row = memory_row(memory, embedding)
         self._rows.append((_INSERT_MEMORY if new else UPSERT_MEMORY, row))
         self._pending[memory.id] = row["doc"]
+        # A new memory outside any conversation lends and takes no words: nothing to rewrite.
+        if not new or memory.session is not None:
+            self._context.setdefault(memory.id, new)  # put twice: new if it was the first time
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self.flush()

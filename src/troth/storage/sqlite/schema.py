@@ -8,6 +8,7 @@ write transaction, so two processes opening an old file at once migrate it once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import sqlite_vec
 
 from troth.core.errors import StorageError
 from troth.storage.sql import migrations
+from troth.storage.sqlite.context import backfill
 
 try:  # The standard library's sqlite3 here may lack extension loading and a recent FTS5.
     import pysqlite3.dbapi2 as sqlite3
@@ -69,6 +71,11 @@ def connect(path: Path) -> Any:
     return db
 
 
+# What a migration needs beyond its SQL, run after it in the same transaction: the rows
+# it fills need Python (the full-text rows with their neighbours' words).
+_AFTER: dict[int, Callable[[Any], object]] = {7: backfill}
+
+
 def schema_version(db: Any) -> int:
     """The schema version the file holds (0 for a new, empty file)."""
     if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
@@ -94,6 +101,9 @@ def migrate(db: Any, path: Path) -> list[int]:
         for statement in text.split(";\n"):
             if statement.strip():
                 db.execute(statement)
+        after = _AFTER.get(version)
+        if after is not None:
+            after(db)
         db.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

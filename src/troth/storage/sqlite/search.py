@@ -17,6 +17,7 @@ from troth.core.query import Term
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow
 from troth.storage.rows import recall_row
+from troth.storage.sqlite.context import CONTEXT_WEIGHT
 from troth.storage.sqlite.schema import sqlite3
 from troth.storage.sqlite.terms import CommonTerms
 from troth.storage.sqlite.transaction import DIALECT
@@ -114,7 +115,8 @@ class SQLiteSearch:
                 # Only the best ``limit`` that pass are printed and parsed (SQLite's sorter
                 # orders them; the sort below is then one pass over sorted rows).
                 packed, size = db.execute(
-                    "WITH f AS MATERIALIZED (SELECT rowid, bm25(memory_fts) AS score"
+                    "WITH f AS MATERIALIZED (SELECT rowid,"
+                    f" bm25(memory_fts, 1.0, {CONTEXT_WEIGHT}) AS score"
                     " FROM memory_fts WHERE memory_fts MATCH ? ORDER BY score, rowid LIMIT ?)"
                     " SELECT (SELECT json_group_array(json_array(i, s, r, q)) FROM (SELECT"
                     " m.id AS i, printf('%!.17g', f.score) AS s, m.rid AS r, m.seq AS q FROM f"

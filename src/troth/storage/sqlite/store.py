@@ -35,6 +35,7 @@ from troth.storage.base import (
 from troth.storage.erasure import ERASURE_WAIT, Finisher, wait_until
 from troth.storage.rows import memory_from_doc
 from troth.storage.sqlite import schema
+from troth.storage.sqlite.context import ContextWrites
 from troth.storage.sqlite.schema import sqlite3
 from troth.storage.sqlite.search import FILTERS, SQLiteSearch
 from troth.storage.sqlite.transaction import (
@@ -131,6 +132,7 @@ class SQLiteStore(sql.SQLReads):
                 if expect is not None and tx.tip() != expect:
                     raise stale_tip(owner)
                 yield tx
+                tx.context.flush(db)
                 if tx.vector_changes:
                     generation = bump_generation(db, owner)
             if generation is not None:
@@ -187,8 +189,10 @@ class SQLiteStore(sql.SQLReads):
                 if dimension is not None:
                     db.execute("DELETE FROM memory_vec WHERE rowid = ?", (rid,))
             db.execute("DELETE FROM memories WHERE owner = ?", (owner,))
+            context = ContextWrites()
             for memory in in_ledger_order(memories.values()):
-                put_memory(db, memory, None, dimension)
+                put_memory(db, memory, None, dimension, context=context)
+            context.flush(db)
             # The rows have new rids and no vectors: `reindex` (the facade does) restores them.
             bump_generation(db, owner)
         self.search.vectors.forget(owner)

@@ -18,7 +18,8 @@ from troth.core.events import Record
 from troth.core.records import MemoryRecord
 from troth.storage import sql
 from troth.storage.base import Tip
-from troth.storage.rows import fts_body, memory_docs
+from troth.storage.rows import memory_docs
+from troth.storage.sqlite.context import SESSION, ContextWrites
 from troth.storage.sqlite.schema import sqlite3
 from troth.storage.vectors import as_vector
 
@@ -57,6 +58,8 @@ class SQLiteTransaction:
         self.erased = False
         # (rid, vector or None for a deletion), applied to the vector cache after commit.
         self.vector_changes: list[tuple[int, Any]] = []
+        # The full-text rows its puts owe, written before it commits (``store.write``).
+        self.context = ContextWrites()
 
     @property
     def owner(self) -> str:
@@ -94,7 +97,15 @@ class SQLiteTransaction:
         self, memory: MemoryRecord, embedding: Sequence[float] | None = None, *, new: bool = False
     ) -> None:
         sql.check_holder(memory, self._owner)
-        put_memory(self._db, memory, embedding, self._dimension, self.vector_changes, new=new)
+        put_memory(
+            self._db,
+            memory,
+            embedding,
+            self._dimension,
+            self.vector_changes,
+            context=self.context,
+            new=new,
+        )
 
     def erase(self, seq: int, entry: Entry, texts: Mapping[str, str]) -> None:
         self._db.execute(sql.ERASE_ROW, sql.erase_values(self._owner, seq, entry, texts, DIALECT))
@@ -156,9 +167,11 @@ def put_memory(
     dimension: int | None,
     changes: list[tuple[int, Any]] | None = None,
     *,
+    context: ContextWrites,
     new: bool = False,
 ) -> None:
-    """Insert or replace a memory's projection row, full-text row and vector.
+    """Insert or replace a memory's projection row and vector, and owe its full-text row
+    (and its neighbours', ``context``: written when the transaction flushes it).
 
     ``changes`` collects (rid, vector or None) for the in-process vector copy; ``new``: the
     id was minted for a new memory, so a stored one with that id fails the write.
@@ -166,7 +179,10 @@ def put_memory(
     row = (
         None
         if new
-        else db.execute("SELECT rid, owner FROM memories WHERE id = ?", (memory.id,)).fetchone()
+        else db.execute(
+            f"SELECT rid, owner, {SESSION}, partition, scope FROM memories WHERE id = ?",
+            (memory.id,),
+        ).fetchone()
     )
     if row is not None and row[1] != memory.owner:
         # Ids are unique across owners: another owner's memory is never replaced.
@@ -207,10 +223,8 @@ def put_memory(
             " WHERE rid = ?",
             (*values, rid),
         )
-        db.execute("DELETE FROM memory_fts WHERE rowid = ?", (rid,))
-    body = fts_body(memory)
-    if body:
-        db.execute("INSERT INTO memory_fts (rowid, body) VALUES (?, ?)", (rid, body))
+    old = None if row is None or row[2] is None else (row[1], str(row[2]), row[3], row[4])
+    context.touch(rid, memory, new=row is None, old=old)
     if dimension is None:
         return
     live = memory.searchable
