@@ -10,6 +10,10 @@ walks the graph: the two run at once on two cores, and the recall waits for the 
 not the sum. Each search is its own statement, as when they ran one after the other, so
 the hits are the same. Inside a write or a snapshot (the thread's connection holds a
 transaction) both run on that connection, in its view.
+
+A failed vector search is a ``StorageError`` saying what to do (:func:`vector_error`);
+a lent connection the server ended while it sat idle is replaced and the search sent
+once more, since a search changes nothing.
 """
 
 from __future__ import annotations
