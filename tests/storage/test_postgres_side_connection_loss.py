@@ -16,8 +16,9 @@ import psycopg
 import pytest
 
 from tests.conftest import vector_facade
+from tests.pg import green_tea_candidates
 from troth.core.errors import StorageError
-from troth.core.query import candidate_limits, lexical_terms
+from troth.core.query import candidate_limits
 from troth.service.memory import Memory
 from troth.service.recall import Query
 from troth.storage.base import MemoryFilter
@@ -96,14 +97,7 @@ def test_a_side_connection_lost_for_good_is_a_storage_error_saying_what_to_do(
             with psycopg.connect(pg_url, autocommit=True) as db:
 
                 def candidates() -> Any:
-                    return searches.candidates(
-                        db,
-                        memory.principal,
-                        lexical_terms("green tea"),
-                        embedding,
-                        candidate_limits(5),
-                        MemoryFilter(retrievable_only=True),
-                    )
+                    return green_tea_candidates(searches, db, memory.principal, embedding)
 
                 with pytest.raises(StorageError) as raised:
                     candidates()
