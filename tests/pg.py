@@ -17,7 +17,10 @@ from urllib.parse import quote
 
 import psycopg
 
+from troth.core.query import candidate_limits, lexical_terms
+from troth.storage.base import Candidates, MemoryFilter
 from troth.storage.postgres import PostgresStore
+from troth.storage.postgres.nearest import RecallSearches
 
 TEMPLATE = "lm_template"
 
@@ -92,3 +95,18 @@ def frontend_messages(
             pgconn.untrace()
     lines = [line.split("\t") for line in trace.read_text().splitlines()]
     return [fields[2].split(" ")[0] for fields in lines if len(fields) > 2 and fields[0] == "F"]
+
+
+def green_tea_candidates(
+    searches: RecallSearches, db: psycopg.Connection[Any], owner: str, embedding: Any
+) -> Candidates:
+    """Both searches for "green tea" (5 hits wanted, retrievable memories of ``owner``),
+    the vector one on a connection ``searches`` lends, the lexical one on ``db``."""
+    return searches.candidates(
+        db,
+        owner,
+        lexical_terms("green tea"),
+        embedding,
+        candidate_limits(5),
+        MemoryFilter(retrievable_only=True),
+    )

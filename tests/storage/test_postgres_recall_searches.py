@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import vector_facade
 from tests.pg import frontend_messages
+from troth.core.errors import StorageError
 from troth.core.query import candidate_limits, lexical_terms
 from troth.service.memory import Memory
 from troth.service.recall import Query
@@ -157,7 +158,8 @@ def test_a_failed_vector_search_beside_the_lexical_one_leaves_both_usable(pg_url
         terms = lexical_terms("green tea")
         flt = MemoryFilter(retrievable_only=True)
         before = _side(store)
-        with pytest.raises(psycopg.Error):  # a vector of another dimension than the index's
+        # a vector of another dimension than the index's: the project's error, not psycopg's
+        with pytest.raises(StorageError, match=r"^the vector search failed: "):
             store.candidates(memory.principal, terms, [0.5, 0.5, 0.5], candidate_limits(10), flt)
         idle = psycopg.pq.TransactionStatus.IDLE
         assert store._connection().info.transaction_status == idle

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import vector_facade
 from tests.pg import frontend_messages
+from troth.core.errors import StorageError
 from troth.service.memory import Memory
 from troth.storage.base import Hit, MemoryFilter
 from troth.storage.postgres import PostgresStore
@@ -108,7 +109,8 @@ def test_a_failed_vector_search_leaves_the_connection_usable(pg_url: str) -> Non
         embedding = memory.embedder.embed(["green tea"])[0]
         query = MemoryFilter(retrievable_only=True)
         store.vector(memory.principal, embedding, 5, query)  # learns the settings
-        with pytest.raises(psycopg.Error):  # a vector of another dimension than the index's
+        # a vector of another dimension than the index's: the project's error, not psycopg's
+        with pytest.raises(StorageError, match=r"^the vector search failed: "):
             store.vector(memory.principal, [0.5, 0.5, 0.5], 5, query)
         assert store._connection().info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         assert len(store.vector(memory.principal, embedding, 5, query)) == 1

@@ -15,10 +15,10 @@ from typing import Any
 import psycopg
 
 from tests.conftest import vector_facade
+from tests.pg import green_tea_candidates
 from tests.processes import in_another_thread
-from troth.core.query import candidate_limits, lexical_terms
 from troth.service.recall import Query
-from troth.storage.base import Candidates, MemoryFilter
+from troth.storage.base import Candidates
 from troth.storage.postgres import PostgresStore
 from troth.storage.postgres.nearest import RecallSearches
 
@@ -46,16 +46,7 @@ def test_recalls_in_turn_on_many_threads_share_one_side_connection(pg_url: str) 
 
         def recall() -> None:
             with psycopg.connect(pg_url, autocommit=True) as db:
-                found.append(
-                    searches.candidates(
-                        db,
-                        memory.principal,
-                        lexical_terms("green tea"),
-                        embedding,
-                        candidate_limits(5),
-                        MemoryFilter(retrievable_only=True),
-                    )
-                )
+                found.append(green_tea_candidates(searches, db, memory.principal, embedding))
 
         for _ in range(4):
             in_another_thread(recall)

@@ -10,6 +10,10 @@ walks the graph: the two run at once on two cores, and the recall waits for the 
 not the sum. Each search is its own statement, as when they ran one after the other, so
 the hits are the same. Inside a write or a snapshot (the thread's connection holds a
 transaction) both run on that connection, in its view.
+
+A failed vector search is a ``StorageError`` saying what to do (:func:`vector_error`);
+a lent connection the server ended while it sat idle is replaced and the search sent
+once more, since a search changes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 import psycopg
 from psycopg import sql as pgsql
 
+from troth.core.errors import StorageError
 from troth.core.query import CandidateLimits, Term
 from troth.storage.base import Candidates, Hit, MemoryFilter
 from troth.storage.postgres import search
@@ -58,6 +63,22 @@ def _pipelined(
         raise
 
 
+def vector_error(exc: psycopg.Error, db: psycopg.Connection[Any]) -> StorageError:
+    """The error a failed vector search raises: the project's own, with what to do.
+
+    A lost connection (the server restarted, an administrator ended the backend, the
+    network dropped it) is closed by psycopg; the next search opens a new one, so
+    retrying is what a caller can do. A search changes nothing, so nothing is undone.
+    """
+    if db.closed:
+        return StorageError(
+            f"the vector search lost its connection to the database ({exc}); nothing was"
+            " changed, and the next search connects again: retry it (if it fails again,"
+            " check that the database server is running and reachable)"
+        )
+    return StorageError(f"the vector search failed: {exc}")
+
+
 def ef_search(limit: int) -> str:
     """``hnsw.ef_search`` for ``limit`` neighbours: the index returns as many as asked in
     one pass (a lower value with the iterative scan was slower and missed more of the
@@ -84,12 +105,12 @@ class RecallSearches:
         self.iterative_scan: bool | None = None  # known after the first vector query
 
     @contextmanager
-    def lent(self) -> Iterator[psycopg.Connection[Any]]:
-        """A side connection for one recall: the one given back last, else a new one. It
-        is given back if it is left open and idle, else closed (as it is if :meth:`close`
-        ran meanwhile)."""
+    def lent(self, *, fresh: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """A side connection for one recall: the one given back last (unless ``fresh``),
+        else a new one. It is given back if it is left open and idle, else closed (as it
+        is if :meth:`close` ran meanwhile)."""
         with self._lock:
-            db = self._idle.pop() if self._idle else None
+            db = self._idle.pop() if self._idle and not fresh else None
         if db is None:
             db = self._connect()
             with self._lock:
@@ -128,6 +149,19 @@ class RecallSearches:
         statement, arguments = search.nearest_statement(
             owner, len(embedding), vector_literal(embedding), limit, query
         )
+        try:
+            return self._vector(db, statement, arguments, limit, nested)
+        except psycopg.Error as exc:
+            raise vector_error(exc, db) from exc
+
+    def _vector(
+        self,
+        db: psycopg.Connection[Any],
+        statement: pgsql.Composed,
+        arguments: Sequence[Any],
+        limit: int,
+        nested: Callable[[], AbstractContextManager[None]] | None,
+    ) -> list[Hit]:
         ef = ef_search(limit)
         if nested is None and self.together(db):
             with _pipelined(db, statement, arguments, limit) as found:
@@ -177,11 +211,24 @@ class RecallSearches:
         statement, arguments = search.nearest_statement(
             owner, len(embedding), vector_literal(embedding), limits.vector, query
         )
-        # Sent now; the side backend works on it while this thread waits for the lexical
-        # answer. Leaving the block syncs the pipeline: its one wait.
-        with self.lent() as side, _pipelined(side, statement, arguments, limits.vector) as found:
-            words = search.lexical(db, owner, terms, limits.lexical, query) if terms else []
-        return Candidates(words, _hits(found.fetchall()))
+        words: list[Hit] | None = None
+        fresh = False
+        while True:
+            with self.lent(fresh=fresh) as side:
+                try:
+                    # Sent now; the side backend works on it while this thread waits for
+                    # the lexical answer. Leaving the block syncs the pipeline: its one wait.
+                    with _pipelined(side, statement, arguments, limits.vector) as found:
+                        if words is None:
+                            words = search.lexical(db, owner, terms, limits.lexical, query)
+                    return Candidates(words, _hits(found.fetchall()))
+                except psycopg.Error as exc:
+                    # An idle connection may have been ended while it waited (a server
+                    # restart, an idle timeout): the search is tried once more on a new
+                    # one, which fails only if the server is really gone.
+                    if fresh or not side.closed:
+                        raise vector_error(exc, side) from exc
+                    fresh = True
 
     def close(self) -> None:
         """Close every side connection, lent or idle (a later recall opens a new one)."""
