@@ -573,7 +573,7 @@ def create_api(
             # Every unfiltered search sharing the run gets the same bytes: built once.
             return Response(found.body(), media_type="application/json")
         kept = [h for h in found.hits if where.matches(h.memory)][:limit]
-        return Response(_search_body(kept), media_type="application/json")
+        return Response(search_body(kept), media_type="application/json")
 
     @app.get("/api/brief", tags=["memories"], responses=ERRORS)
     async def brief(
@@ -662,7 +662,7 @@ def create_api(
     return app
 
 
-def _search_body(hits: list[RecallHit]) -> bytes:
+def search_body(hits: list[RecallHit]) -> bytes:
     """The JSON of a :class:`SearchOut` of these hits, each with its whole memory."""
     out = SearchOut.model_validate(
         {
@@ -694,7 +694,7 @@ class _Found:
     def body(self) -> bytes:
         """The unfiltered answer: every hit, as ``GET /api/search`` returns them."""
         if self._body is None:
-            self._body = _search_body(self.hits)
+            self._body = search_body(self.hits)
         return self._body
 
 
@@ -706,4 +706,4 @@ def _is_json_object(raw: bytes) -> bool:
         return False
 
 
-__all__ = ["STATUS", "create_api", "error_response", "status_of"]
+__all__ = ["STATUS", "create_api", "error_response", "search_body", "status_of"]
