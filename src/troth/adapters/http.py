@@ -60,6 +60,8 @@ from troth.core.limits import (
 from troth.core.records import Channel, Kind, MemoryRecord, Status, Topic
 from troth.core.versions import PCP_VERSION, VERSION
 from troth.service.memory import Memory
+from troth.service.recall import Query as RecallQuery
+from troth.service.recall import RecallHit
 from troth.service.scoped import ScopedMemory
 from troth.service.tokens import Tokens
 
@@ -369,14 +371,23 @@ ON_MEMORY: dict[int | str, dict[str, Any]] = {
 _bearer = HTTPBearer(auto_error=False, description="A token from `troth token create`.")
 
 
-def caller(
+async def caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> ScopedMemory:
-    """The authenticated caller's view of the facade (401 without a valid token)."""
+    """The authenticated caller's view of the facade (401 without a valid token).
+
+    On the embedded store the check (a hash and one indexed row) runs in the event loop:
+    handing it to a worker thread and back cost more CPU than the check itself, on every
+    request (docs/api.md, "Concurrency"). A database across a network is asked from a
+    worker thread, so the loop never waits for it.
+    """
     token = None if credentials is None else credentials.credentials
     tokens: Tokens = request.app.state.tokens
-    grant: Grant = tokens.authenticate(token)
+    if tokens.local:
+        grant: Grant = tokens.authenticate(token)
+    else:
+        grant = await run_in_threadpool(tokens.authenticate, token)
     return ScopedMemory(request.app.state.memory, grant)
 
 
@@ -539,7 +550,7 @@ def create_api(
         """Erase a memory's text from every byte the store keeps (people only)."""
         return MemoryOut.of(scoped.redact(memory_id, reason=body.reason))
 
-    @app.get("/api/search", tags=["memories"], responses=ERRORS)
+    @app.get("/api/search", tags=["memories"], responses=ERRORS, response_model=SearchOut)
     async def search(
         scoped: Caller,
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
@@ -549,7 +560,7 @@ def create_api(
         agent: Annotated[str | None, Query(max_length=140)] = None,
         since: Day = None,
         until: Day = None,
-    ) -> SearchOut:
+    ) -> Response:
         """The caller's active memories that best answer ``q`` (each with the whole memory)."""
         where = Where.of(tag, agent, since, until)
         # Filters narrow the best 100 hits: asking for only ``limit`` could leave none.
@@ -557,14 +568,12 @@ def create_api(
         kinds_asked: tuple[str, ...] | None = tuple(kind or ()) or None
         # Searches queued for the same recall share one run (adapters.shared_recall).
         asked = scoped.search_query(q, limit=wanted, kinds=kinds_asked)
-        hits = await shared.run(asked, partial(scoped.recall, asked))
-        kept = [h for h in hits if where.matches(h.memory)][:limit]
-        return SearchOut(
-            hits=[
-                HitOut.model_validate({**h.to_dict(), "memory": MemoryOut.of(h.memory)})
-                for h in kept
-            ]
-        )
+        found = await shared.run(asked, partial(_Found.of, scoped, asked))
+        if where.empty:
+            # Every unfiltered search sharing the run gets the same bytes: built once.
+            return Response(found.body(), media_type="application/json")
+        kept = [h for h in found.hits if where.matches(h.memory)][:limit]
+        return Response(search_body(kept), media_type="application/json")
 
     @app.get("/api/brief", tags=["memories"], responses=ERRORS)
     async def brief(
@@ -653,6 +662,42 @@ def create_api(
     return app
 
 
+def search_body(hits: list[RecallHit]) -> bytes:
+    """The JSON of a :class:`SearchOut` of these hits, each with its whole memory."""
+    out = SearchOut.model_validate(
+        {
+            "hits": [
+                {**h.to_dict(), "memory": {**h.memory.to_dict(), "origin": h.memory.writer}}
+                for h in hits
+            ]
+        }
+    )
+    return SearchOut.__pydantic_serializer__.to_json(out)
+
+
+class _Found:
+    """A recall's hits and, once asked, their answer as JSON: searches sharing one run
+    (``SharedRecalls``) share both, so the answer is built once, not once per search.
+    Only the event loop asks for the body, so it is built at most once without a lock."""
+
+    __slots__ = ("_body", "hits")
+
+    def __init__(self, hits: list[RecallHit]) -> None:
+        self.hits = hits
+        self._body: bytes | None = None
+
+    @classmethod
+    def of(cls, scoped: ScopedMemory, asked: RecallQuery) -> _Found:
+        """Run the recall (in the worker thread the shared run gives it)."""
+        return cls(scoped.recall(asked))
+
+    def body(self) -> bytes:
+        """The unfiltered answer: every hit, as ``GET /api/search`` returns them."""
+        if self._body is None:
+            self._body = search_body(self.hits)
+        return self._body
+
+
 def _is_json_object(raw: bytes) -> bool:
     """Whether a request body is a JSON object (an envelope, well formed or not)."""
     try:
@@ -661,4 +706,4 @@ def _is_json_object(raw: bytes) -> bool:
         return False
 
 
-__all__ = ["STATUS", "create_api", "error_response", "status_of"]
+__all__ = ["STATUS", "create_api", "error_response", "search_body", "status_of"]
