@@ -19,6 +19,7 @@ Pure standard library; nothing here weighs anything the ranking does not.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,25 +47,40 @@ def shortlist(
     when there are no more than ``keep``."""
     if len(found) <= keep:
         return list(found)
-    scores = list(found.values())
+    ids = list(found)
+    lexical_scores: list[float | None] = []
+    vector_scores: list[float | None] = []
+    lexical_best: tuple[float, str] | None = None
+    vector_best: tuple[float, str] | None = None
+    vector_weakest: tuple[float, str] | None = None
+    # One pass over the found scores: the fusion's inputs and the extremes it normalises by.
+    for memory_id, scores in found.items():
+        lexical = scores.get("lexical_score")
+        vector = scores.get("vector_score")
+        lexical_scores.append(lexical)
+        vector_scores.append(vector)
+        if lexical is not None and (lexical_best is None or (lexical, memory_id) > lexical_best):
+            lexical_best = (lexical, memory_id)
+        if vector is not None:
+            if vector_best is None or (vector, memory_id) > vector_best:
+                vector_best = (vector, memory_id)
+            if vector_weakest is None or (vector, memory_id) < vector_weakest:
+                vector_weakest = (vector, memory_id)
+    ranks: dict[str, list[int | None]] = {}
+    if config.fusion == "rrf":  # the only fusion that reads the ranks
+        ranks = {
+            "lexical_ranks": [s.get("lexical_rank") for s in found.values()],
+            "vector_ranks": [s.get("vector_rank") for s in found.values()],
+        }
     # The fusion over the index scores as they are: no Candidate per found memory.
-    base = fuse_scores(
-        list(found),
-        [s.get("lexical_score") for s in scores],
-        [s.get("vector_score") for s in scores],
-        config,
-        lexical_ranks=[s.get("lexical_rank") for s in scores],
-        vector_ranks=[s.get("vector_rank") for s in scores],
-    )
-    # Best first, ties by id; tuples compare in C (a key function costs a call each).
-    order = [memory_id for _, memory_id in sorted((-score, m) for m, score in base.items())]
+    base = fuse_scores(ids, lexical_scores, vector_scores, config, **ranks)
+    # Best first, ties by id (tuples compare in C): only the head is needed, so a heap.
+    best = heapq.nsmallest(max(keep, expand), ((-score, m) for m, score in base.items()))
+    order = [memory_id for _, memory_id in best]
     chosen = set(order[:keep])
-    lexical = [(s["lexical_score"], m) for m, s in found.items() if "lexical_score" in s]
-    vector = [(s["vector_score"], m) for m, s in found.items() if "vector_score" in s]
-    if lexical:
-        chosen.add(max(lexical)[1])
-    if vector:
-        chosen.update((max(vector)[1], min(vector)[1]))
+    for extreme in (lexical_best, vector_best, vector_weakest):
+        if extreme is not None:
+            chosen.add(extreme[1])
     at: dict[int, list[str]] = {}
     for memory_id, position in seqs.items():
         at.setdefault(position, []).append(memory_id)
@@ -75,4 +91,4 @@ def shortlist(
             continue
         for offset in offsets:
             chosen.update(at.get(seq + offset, ()))
-    return [memory_id for memory_id in found if memory_id in chosen]
+    return [memory_id for memory_id in ids if memory_id in chosen]

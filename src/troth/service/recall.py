@@ -10,7 +10,7 @@ memories are read in full.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,7 @@ from troth.core.ranking import (
 from troth.core.records import MemoryRecord
 from troth.service.conflicts import conflicts_of, contradicted
 from troth.service.interaction import DEFAULT_INTERACTION, WordVectors, rerank, word_vectors
-from troth.storage.base import MemoryFilter, RecallRow
+from troth.storage.base import Hit, MemoryFilter, RecallRow
 
 if TYPE_CHECKING:
     from troth.embedding import Embedder
@@ -221,8 +221,6 @@ def recall(
         include_sensitive=query.include_sensitive,
     )
     limits = candidate_limits(query.limit)
-    found: dict[str, dict[str, Any]] = {}
-    seqs: dict[str, int] = {}
     terms = lexical_terms(text) if "lexical" in query.indexes else ()
     vector = None
     if embedder is not None and "vector" in query.indexes:
@@ -231,15 +229,7 @@ def recall(
             vector = None
     # Both searches in one call: a server backend runs them at once (docs/retrieval.md).
     searched = store.candidates(owner, terms, vector, limits, flt)
-    for hits, rank_key, score_key in (
-        (searched.lexical, "lexical_rank", "lexical_score"),
-        (searched.vector, "vector_rank", "vector_score"),
-    ):
-        for hit in hits:
-            scores = found.setdefault(hit.memory_id, {})
-            scores[rank_key], scores[score_key] = hit.rank, hit.score
-            if hit.seq is not None:
-                seqs[hit.memory_id] = hit.seq
+    found, seqs = _found(searched.lexical, searched.vector)
     if not found:
         return []
     # The first stage (core.firststage): the full ranking reads and ranks the best
@@ -288,6 +278,28 @@ def recall(
         if best.memory_id in held
     ]
     return _with_conflicts(store, owner, found_hits)
+
+
+def _found(
+    lexical: Sequence[Hit], vector: Sequence[Hit]
+) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """The found memories (id -> their ``lexical_*``/``vector_*`` ranks and scores), the
+    lexical index's first and then the vector index's others, and the positions the
+    indexes gave (``Hit.seq``). Built with literals: ~1,000 hits a recall."""
+    found: dict[str, dict[str, Any]] = {
+        hit.memory_id: {"lexical_rank": hit.rank, "lexical_score": hit.score} for hit in lexical
+    }
+    seqs = {hit.memory_id: hit.seq for hit in lexical if hit.seq is not None}
+    for hit in vector:
+        memory_id = hit.memory_id
+        scores = found.get(memory_id)
+        if scores is None:
+            found[memory_id] = {"vector_rank": hit.rank, "vector_score": hit.score}
+        else:
+            scores["vector_rank"], scores["vector_score"] = hit.rank, hit.score
+        if hit.seq is not None:
+            seqs[memory_id] = hit.seq
+    return found, seqs
 
 
 def _admitted(

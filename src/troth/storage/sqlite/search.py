@@ -127,12 +127,13 @@ class SQLiteSearch:
             except sqlite3.OperationalError as exc:
                 raise StorageError(f"full-text query failed: {exc}", match=match) from exc
             total = int(size) if total is None else total
+            # (score, rid, id, seq): tuples sort by score then the unique rid, in C (a key
+            # function would cost a call per row).
             rows = sorted(
-                (
-                    (str(i), float(score), int(rid), int(seq))
+                [
+                    (float(score), int(rid), str(i), int(seq))
                     for i, score, rid, seq in json.loads(packed)
-                ),
-                key=lambda row: (row[1], row[2]),
+                ]
             )
             if len(rows) >= limit:
                 break
@@ -143,7 +144,10 @@ class SQLiteSearch:
             if matched <= want:
                 break
             want *= 4
-        hits = [Hit(row[0], rank, -float(row[1]), row[3]) for rank, row in enumerate(rows, start=1)]
+        hits = [
+            Hit(memory_id, rank, -score, seq)
+            for rank, (score, _, memory_id, seq) in enumerate(rows, start=1)
+        ]
         return hits, total
 
     def recall_rows(self, db: Any, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
@@ -253,16 +257,17 @@ class SQLiteSearch:
         want = limit + 32
         while True:
             nearest, total = self._nearest(db, owner, vector, want)
-            # One row back, as in ``lexical``: the rows that pass, as one JSON object.
+            # One row back, as in ``lexical``: the rows that pass, each with its place in
+            # ``nearest`` (json_each's key), which orders them again below.
             packed = db.execute(
-                "SELECT json_group_object(m.rid, json_array(m.id, m.seq)) FROM json_each(?) AS j CROSS JOIN"
-                f" memories m ON m.rid = j.value WHERE {where_m}",
+                "SELECT json_group_array(json_array(j.key, m.id, m.seq)) FROM json_each(?) AS j"
+                f" CROSS JOIN memories m ON m.rid = j.value WHERE {where_m}",
                 [json.dumps([rid for rid, _ in nearest]), *params],
             ).fetchone()[0]
-            allowed = {
-                int(rid): (str(mid), int(seq)) for rid, (mid, seq) in json.loads(packed).items()
-            }
-            kept = [(*allowed[rid], score) for rid, score in nearest if rid in allowed]
+            kept = [
+                (str(mid), int(seq), nearest[place][1])
+                for place, mid, seq in sorted(json.loads(packed))
+            ]
             if len(kept) >= limit or want >= total:
                 break
             want *= 4
