@@ -3,7 +3,7 @@
 Each write stores the column from the memory's own fields (``storage.rows.memory_docs``); a
 database made before the column existed gets it from the stored documents in its
 migrations (SQLite 0005, PostgreSQL 0008; the writer of the text's origin, its last value,
-SQLite 0008, PostgreSQL 0012). Both must give the same values as the document.
+SQLite 0008, PostgreSQL 0011). Both must give the same values as the document.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ RECALL_FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 path: ``MemoryRecord.writer``, the ``origin`` or else the ``actor``). A store keeps them in
 the projection row's ``recall`` column (:func:`memory_docs`); a row written before that
 column existed is filled by the store's migrations (SQLite 0005 and 0008, PostgreSQL 0008
-and 0012), through the same paths in the store's own JSON syntax."""
+and 0011), through the same paths in the store's own JSON syntax."""
 
 
 def _at(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
