@@ -57,7 +57,7 @@ def test_an_older_store_gets_its_neighbours_words_on_open(any_store: Store) -> N
             versions = execute(again, "SELECT version FROM schema_version").fetchall()
             assert (10,) in versions
         else:
-            assert again.migrated == [7]  # type: ignore[attr-defined]
+            assert 7 in again.migrated  # type: ignore[attr-defined]  # (and any later ones)
         assert found(again, "quetzalbeard") == set(ids)
         assert found(again, "whistles") == set(ids)
         if written is not None:
