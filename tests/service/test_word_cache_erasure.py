@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.backends import fresh_store
 from tests.conftest import vector_facade
+from tests.service.test_restore_roundtrip import sealed
 from troth.embedding import HashingEmbedder
 from troth.service.interaction import WordVectors, word_vectors
 from troth.service.memory import Memory
@@ -66,3 +68,21 @@ def test_a_recall_pinned_before_an_erasure_keeps_none_of_its_words() -> None:
     assert len(cache) == 0
     cache.reading().matrix(["violin"])
     assert "violin" in cache
+
+
+def test_a_restore_that_erases_a_text_empties_the_word_cache(tmp_path: Path) -> None:
+    # A restore from a newer export erases what the older one held: its words go too.
+    key = tmp_path / "signing.key"
+    cache = word_vectors(HashingEmbedder())
+    with fresh_store("sqlite", None) as store, sealed(store, key) as source:  # type: ignore[arg-type]
+        secret = source.remember(f"the canary is {RARE}")
+        source.export_to("hux", tmp_path / "old.json")
+        source.redact(secret.id, reason="erasure request")
+        source.export_to("hux", tmp_path / "new.json")
+        with fresh_store("sqlite", None) as other, sealed(other, key) as target:  # type: ignore[arg-type]
+            target.import_path(tmp_path / "old.json", mode="restore")
+            cache.reading().matrix([RARE])  # a recall over the restored text
+            assert RARE in cache
+            target.import_path(tmp_path / "new.json", mode="restore")
+            assert target.get(secret.id).redacted
+            assert RARE not in cache
