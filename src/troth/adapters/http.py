@@ -235,7 +235,12 @@ class MemoryOut(BaseModel):
     @classmethod
     def of(cls, memory: MemoryRecord) -> MemoryOut:
         """The view of a domain memory."""
-        return cls.model_validate({**memory.to_dict(), "origin": memory.writer})
+        return cls.model_validate(cls.fields(memory))
+
+    @staticmethod
+    def fields(memory: MemoryRecord) -> dict[str, Any]:
+        """The view's fields, unvalidated (``search_body`` nests them: one validation)."""
+        return {**memory.to_dict(), "origin": memory.writer}
 
 
 class WriteOut(BaseModel):
@@ -665,12 +670,7 @@ def create_api(
 def search_body(hits: list[RecallHit]) -> bytes:
     """The JSON of a :class:`SearchOut` of these hits, each with its whole memory."""
     out = SearchOut.model_validate(
-        {
-            "hits": [
-                {**h.to_dict(), "memory": {**h.memory.to_dict(), "origin": h.memory.writer}}
-                for h in hits
-            ]
-        }
+        {"hits": [{**h.to_dict(), "memory": MemoryOut.fields(h.memory)} for h in hits]}
     )
     return SearchOut.__pydantic_serializer__.to_json(out)
 

@@ -35,7 +35,15 @@ from troth.core.query import content_terms
 from troth.core.ranking import RankedHit, lift_head
 from troth.embedding import Embedder
 
-__all__ = ["DEFAULT_INTERACTION", "Interaction", "WordVectors", "rerank", "word_vectors"]
+__all__ = [
+    "DEFAULT_INTERACTION",
+    "Interaction",
+    "WordReading",
+    "WordVectors",
+    "forget_words",
+    "rerank",
+    "word_vectors",
+]
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -64,6 +72,10 @@ class WordVectors:
     ``max_words`` bounds the memory (128 floats each for the shipped model: 50,000 words
     are ~26 MB); when full, the cache starts again empty (a recall needs a few hundred
     words, so a refill costs one batch). Safe to share between threads.
+
+    The words are memories' words, so the cache is a copy of their text: :meth:`forget`
+    empties it when an erasure commits (:func:`forget_words`), and a recall that read its
+    texts before then keeps nothing it computes (:meth:`reading` pins the epoch).
     """
 
     def __init__(self, embedder: Embedder, *, max_words: int = 50_000) -> None:
@@ -71,14 +83,32 @@ class WordVectors:
         self._embedder = embedder
         self._max_words = max_words
         self._vectors: dict[str, FloatMatrix] = {}
+        self._epoch = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         """How many words are cached."""
         return len(self._vectors)
 
-    def matrix(self, words: Sequence[str]) -> FloatMatrix:
-        """One unit row per word (a zero row for a word the model cannot read)."""
+    def __contains__(self, word: object) -> bool:
+        """Whether ``word`` is cached."""
+        return word in self._vectors
+
+    def forget(self) -> None:
+        """Drop every cached word; what a recall begun before computes is not kept."""
+        with self._lock:
+            self._vectors = {}
+            self._epoch += 1
+
+    def reading(self) -> WordReading:
+        """This cache as a recall about to read memory texts sees it (see :meth:`forget`)."""
+        return WordReading(self, self._epoch)
+
+    def matrix(self, words: Sequence[str], *, epoch: int | None = None) -> FloatMatrix:
+        """One unit row per word (a zero row for a word the model cannot read).
+
+        With ``epoch`` (:meth:`reading`'s), new words are kept only if no erasure has
+        committed since: the texts they came from may be the erased ones."""
         # This dict is only ever added to; a reset replaces it, so it stays whole for us.
         known = self._vectors
         missing = [w for w in dict.fromkeys(words) if w not in known]
@@ -88,13 +118,26 @@ class WordVectors:
             rows = np.asarray(self._embedder.embed(missing), dtype=np.float32)
             fresh = dict(zip(missing, rows, strict=True))
             with self._lock:
-                if len(self._vectors) + len(fresh) > self._max_words:
-                    self._vectors = {}
-                if len(fresh) <= self._max_words:  # else: served, not kept
-                    self._vectors.update(fresh)
+                if epoch is None or epoch == self._epoch:  # else: served, not kept
+                    if len(self._vectors) + len(fresh) > self._max_words:
+                        self._vectors = {}
+                    if len(fresh) <= self._max_words:  # else: served, not kept
+                        self._vectors.update(fresh)
         if not words:
             return np.zeros((0, self._embedder.dim), dtype=np.float32)
         return np.stack([fresh[w] if w in fresh else known[w] for w in words])
+
+
+@dataclass(frozen=True, slots=True)
+class WordReading:
+    """A :class:`WordVectors` pinned at an epoch: one recall's view of the cache."""
+
+    cache: WordVectors
+    epoch: int
+
+    def matrix(self, words: Sequence[str]) -> FloatMatrix:
+        """:meth:`WordVectors.matrix` at this epoch."""
+        return self.cache.matrix(words, epoch=self.epoch)
 
 
 _SHARED: dict[tuple[str, int, int], WordVectors] = {}
@@ -111,11 +154,20 @@ def word_vectors(embedder: Embedder) -> WordVectors:
         return found
 
 
+def forget_words() -> None:
+    """Empty every process-wide word cache: called when an erasure commits, since the
+    cached words are memories' words (the erased text's among them)."""
+    with _SHARED_LOCK:
+        caches = list(_SHARED.values())
+    for cache in caches:
+        cache.forget()
+
+
 def rerank(
     query: str,
     hits: Sequence[RankedHit],
     texts: Mapping[str, str],
-    vectors: WordVectors,
+    vectors: WordVectors | WordReading,
     config: Interaction = DEFAULT_INTERACTION,
 ) -> list[RankedHit]:
     """Re-rank the first ``config.top`` hits by late interaction; the rest are unchanged.

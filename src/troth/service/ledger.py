@@ -45,6 +45,7 @@ from troth.core.events import (
 from troth.core.records import MemoryRecord
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, WriteResult
+from troth.service.interaction import forget_words
 from troth.service.provenance import inherit
 from troth.service.readcheck import ReadCheck
 from troth.service.recall import memory_text
@@ -73,6 +74,7 @@ class _ThreadWrites(threading.local):
     depth = 0
     erased = False
     nested = False  # a write ran inside another: the read check is not fed (see ``writing``)
+    tombstoned = False  # a memory was forgotten or its text erased: recall's word cache empties
 
     def __init__(self) -> None:
         self.starts: dict[str, tuple[Tip, dict[str, MemoryRecord]]] = {}
@@ -255,6 +257,11 @@ class Ledger:
                 thread.erased = False
                 if self.check is not None:
                     self.check.forget(owner)
+            if not depth and thread.tombstoned:
+                # Recall's word cache holds memories' words: a forgotten or erased memory's
+                # leave it (it refills in one batch a recall; docs/retrieval.md).
+                thread.tombstoned = False
+                forget_words()
         if fed and self.check is not None:
             # What the write made is what the chain makes: the read check takes it as it is
             # instead of reading and folding the rows again (ReadCheck.wrote).
@@ -413,6 +420,7 @@ class Ledger:
             self.erase_creation(tx, memory)
         reserved: tuple[str, ...] = ()
         if kind in _TOMBSTONES:
+            self._thread.tombstoned = True
             content = tombstone_content(texts["note"])
             reserved = (TOMBSTONE_TAG, TARGET_PREFIX + memory.entry_hash)
         else:
@@ -442,7 +450,7 @@ class Ledger:
         content = creation.entry.content
         # Older rows change: the read check does not take this write as it is (``wrote``);
         # the next read verifies and folds the owner's chain afresh.
-        self._thread.erased = True
+        self._thread.erased = self._thread.tombstoned = True
         if foreign:
             # A plain personaxis entry: its own line is all the history it has here.
             self._erase_row(tx, creation)

@@ -35,7 +35,7 @@ from troth.core.ranking import (
 )
 from troth.core.records import MemoryRecord
 from troth.service.conflicts import conflicts_of, contradicted
-from troth.service.interaction import DEFAULT_INTERACTION, WordVectors, rerank, word_vectors
+from troth.service.interaction import DEFAULT_INTERACTION, WordReading, rerank, word_vectors
 from troth.storage.base import Hit, MemoryFilter, RecallRow
 
 if TYPE_CHECKING:
@@ -221,6 +221,10 @@ def recall(
         include_sensitive=query.include_sensitive,
     )
     limits = candidate_limits(query.limit)
+    # Pinned before any text is read: words of a text erased meanwhile are not kept.
+    vectors = None
+    if embedder is not None and query.interaction:
+        vectors = word_vectors(embedder).reading()
     terms = lexical_terms(text) if "lexical" in query.indexes else ()
     vector = None
     if embedder is not None and "vector" in query.indexes:
@@ -252,7 +256,6 @@ def recall(
         ]
     candidates = [_candidate(row, scores, stale, speakers_from) for row, scores, stale in kept]
     analysis = analyze_query(text)
-    vectors = word_vectors(embedder) if embedder is not None and query.interaction else None
     ranked = _ranked(analysis, candidates, now, max(query.limit, _FLOOR_TOP), vectors)
     relevance = assess_relevance(analysis, candidates, ranked, top=_FLOOR_TOP)
     floor = query.min_relevance
@@ -335,7 +338,7 @@ def _capped(
     owner: str,
     query: Query,
     now: datetime,
-    vectors: WordVectors | None,
+    vectors: WordReading | None,
 ) -> tuple[list[RankedHit], frozenset[str]]:
     """The ranked hits with the per-writer cap applied, re-ranked in full when the cap
     left fewer than ``limit`` hits in front (one writer filled the ranked window)."""
@@ -351,7 +354,7 @@ def _ranked(
     candidates: list[Candidate],
     now: datetime,
     limit: int | None,
-    vectors: WordVectors | None,
+    vectors: WordReading | None,
 ) -> list[RankedHit]:
     """:func:`rank`, then the late-interaction re-rank of its head when ``vectors``."""
     if vectors is None:

@@ -37,7 +37,6 @@ from troth.core.errors import (
 from troth.core.records import UTC_PATTERN
 from troth.service.base import Clock, parse_time, utc_now
 from troth.storage.base import Store, TokenStore
-from troth.storage.sqlite import SQLiteStore
 
 _DURATION = re.compile(r"^(\d{1,5})([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -98,11 +97,10 @@ class Tokens:
     def __init__(self, store: Store | TokenStore, *, clock: Clock = utc_now) -> None:
         self._store = token_store(store)
         self._clock = clock
-        #: Whether :meth:`authenticate` reads a local database file (the embedded SQLite
-        #: store: one indexed row, tens of microseconds), so a server may check a token in
-        #: its event loop instead of handing it to a worker thread (docs/api.md,
-        #: "Concurrency"); False for a database across a network.
-        self.local = isinstance(store, SQLiteStore)
+        #: Whether :meth:`authenticate` reads a local database file, so a server may check
+        #: a token in its event loop instead of a worker thread: the backend says
+        #: (:attr:`troth.storage.base.TokenStore.local`).
+        self.local: bool = self._store.local
 
     def create(
         self,

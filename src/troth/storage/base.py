@@ -341,6 +341,12 @@ class TokenStore(Protocol):
     ``service.tokens.token_store`` says so clearly when it does not.
     """
 
+    #: Whether a read here is of a local database file (the embedded SQLite store: one
+    #: indexed row, tens of microseconds) rather than a round trip to a server: a server
+    #: may then check a bearer token in its event loop instead of a worker thread
+    #: (``service.tokens.Tokens.local``; docs/api.md, "Concurrency").
+    local: bool
+
     def put_token(self, record: TokenRecord) -> None:
         """Keep a new token record (its id is new; the secret itself is never stored)."""
         ...

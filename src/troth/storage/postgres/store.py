@@ -69,6 +69,8 @@ class PostgresStore(sql.SQLReads):
     dialect = DIALECT
     filters = FILTERS
     meta_table = "store_meta"
+    #: Reads are of a server across a network (TokenStore.local).
+    local = False
 
     def __init__(
         self,

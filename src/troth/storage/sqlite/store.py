@@ -53,6 +53,8 @@ class SQLiteStore(sql.SQLReads):
     dialect = DIALECT
     filters = FILTERS
     meta_table = "meta"
+    #: Reads are of a file of this machine (TokenStore.local).
+    local = True
 
     def __init__(self, path: Path | str, *, erasure_wait: float = ERASURE_WAIT) -> None:
         self.path = Path(path)
