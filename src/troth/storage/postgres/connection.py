@@ -13,7 +13,8 @@ recall's vector search have their own sentence (``nearest.vector_error``) and re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -38,17 +39,18 @@ class StoreCursor(psycopg.Cursor[TupleRow]):
     """A cursor whose statements raise :func:`lost` when the connection is lost."""
 
     def execute(self, query: Any, params: Any = None, **kwargs: Any) -> StoreCursor:
-        try:
+        with self._losing():
             super().execute(query, params, **kwargs)
-        except psycopg.OperationalError as exc:
-            if self.connection.closed:
-                raise lost(exc) from exc
-            raise
         return self
 
     def executemany(self, query: Any, params_seq: Iterable[Any], **kwargs: Any) -> None:
-        try:
+        with self._losing():
             super().executemany(query, params_seq, **kwargs)
+
+    @contextmanager
+    def _losing(self) -> Iterator[None]:
+        try:
+            yield
         except psycopg.OperationalError as exc:
             if self.connection.closed:
                 raise lost(exc) from exc
