@@ -17,6 +17,7 @@ from troth.embedding import HashingEmbedder
 from troth.service.recall import Query
 from troth.storage.base import MemoryFilter
 from troth.storage.sqlite import SQLiteStore
+from troth.storage.sqlite.context import CONTEXT_WEIGHT
 from troth.storage.sqlite.schema import sqlite3
 from troth.storage.sqlite.search import FILTERS, fts5_match
 from troth.storage.vectors import as_vector
@@ -55,7 +56,8 @@ def test_lexical_rows_are_the_plain_statements(tmp_path: Path) -> None:
             # The terms the search ran: without those in half the rows (storage.sqlite.terms).
             ran = store.search.common.scored(db, terms, fts5_match, store.search.common.total)
             plain = db.execute(
-                "SELECT m.id, bm25(memory_fts) AS s, m.seq FROM memory_fts"
+                # The context column weighs CONTEXT_WEIGHT of the body's (context expansion).
+                f"SELECT m.id, bm25(memory_fts, 1.0, {CONTEXT_WEIGHT}) AS s, m.seq FROM memory_fts"
                 " CROSS JOIN memories m ON m.rid = memory_fts.rowid"
                 f" WHERE memory_fts MATCH ? AND {where} ORDER BY s, memory_fts.rowid LIMIT ?",
                 [fts5_match(ran), *params, limit],
