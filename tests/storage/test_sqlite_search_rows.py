@@ -56,6 +56,7 @@ def test_lexical_rows_are_the_plain_statements(tmp_path: Path) -> None:
             # The terms the search ran: without those in half the rows (storage.sqlite.terms).
             ran = store.search.common.scored(db, terms, fts5_match, store.search.common.total)
             plain = db.execute(
+                # The context column weighs CONTEXT_WEIGHT of the body's (context expansion).
                 f"SELECT m.id, bm25(memory_fts, 1.0, {CONTEXT_WEIGHT}) AS s, m.seq FROM memory_fts"
                 " CROSS JOIN memories m ON m.rid = memory_fts.rowid"
                 f" WHERE memory_fts MATCH ? AND {where} ORDER BY s, memory_fts.rowid LIMIT ?",

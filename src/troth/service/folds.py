@@ -95,7 +95,7 @@ class SavedFold:
         """True when ``memory`` is the record the fold holds for its id (its digest, or a
         record equal to one whose digest was)."""
         held = self._held.get(memory.id)
-        if held is not None and (held == pack(memory) or unpack(held) == memory):
+        if held is not None and _packs(held, memory):
             return True
         found = self.find(memory.id)
         if found is None or found[0] != digest(memory):
@@ -204,6 +204,12 @@ def unpack(packed: bytes | memoryview) -> MemoryRecord:
     return cast(MemoryRecord, _made(MemoryRecord, values))
 
 
+def _packs(packed: bytes | memoryview, memory: MemoryRecord) -> bool:
+    """Whether ``packed`` is :func:`pack` of a record equal to ``memory``: the same bytes,
+    or (equal in a way the bytes do not show, ``1`` and ``1.0``) the record unpacked."""
+    return packed == pack(memory) or unpack(packed) == memory
+
+
 def _made(kind: type[Any], values: Sequence[Any]) -> Any:
     made = object.__new__(kind)
     for name, value in zip(_SLOTS[kind], values, strict=True):
@@ -251,8 +257,7 @@ class Fold:
         packed = self._packed.get(memory.id)
         if packed is None:
             return None
-        view = memoryview(packed)[2:]
-        return view == pack(memory) or unpack(view) == memory
+        return _packs(memoryview(packed)[2:], memory)
 
     def ids(self) -> Iterator[tuple[str, int]]:
         """Each memory's id and census marks."""

@@ -27,7 +27,7 @@ from typing import Any, Final, NoReturn
 from troth.core import lifecycle
 from troth.core.chain import Verification
 from troth.core.errors import ConflictError, IntegrityError, InvalidInputError, NotFoundError
-from troth.core.events import MEMORY_TAG, Record, check_head, verify_records
+from troth.core.events import MEMORY_TAG, REDACT_TAG, Record, check_head, verify_records
 from troth.core.records import STATUSES, MemoryRecord
 from troth.service.extending import since
 from troth.service.folds import Fold, FoldFiles, SavedFold, digest
@@ -618,8 +618,9 @@ class _Folding:
         self.failed: Exception | None = None
         self._changes = _Changes(self.fold.get)
         # The rows a finding can be at, to name its memory without reading the chain again:
-        # the first (its owner), the latest (where the verification stopped), and each
-        # redacted one (a redaction no later event names is found at the chain's end).
+        # the first (its owner), the latest (where the verification stopped), each
+        # redacted one (a redaction no later event names is found at the chain's end) and
+        # each redact event (an erased row put back is found at the event that erased it).
         self._kept: dict[int, Record] = {}
         self._latest: tuple[int, Record] | None = None
 
@@ -628,7 +629,7 @@ class _Folding:
         changes, kept = self._changes, self._kept
         for at, record in enumerate(records):  # positions, as ``broken_at`` counts them
             self._latest = (at, record)
-            if not at or record.entry.redacted:
+            if not at or record.entry.redacted or REDACT_TAG in record.entry.tags:
                 kept[at] = record
             if self.failed is None:
                 try:

@@ -90,7 +90,7 @@ def memory_docs(memory: MemoryRecord) -> tuple[str, str]:
         ttl.get("decay_days"),
         document["actor"],
         document["channel"],
-        document["origin"] or document["actor"],
+        memory.writer,
     ]
     return _compact(document), _compact(fields)
 

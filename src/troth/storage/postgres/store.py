@@ -39,7 +39,7 @@ from troth.storage.base import (
     stale_tip,
 )
 from troth.storage.erasure import ERASURE_WAIT, Finisher
-from troth.storage.postgres import context, maintenance, schema, search
+from troth.storage.postgres import connection, context, maintenance, schema, search
 from troth.storage.postgres.nearest import RecallSearches
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.search import FILTERS
@@ -84,7 +84,9 @@ class PostgresStore(sql.SQLReads):
         self.compact_after_erase = compact_after_erase
         self.erasure_wait = erasure_wait
         self._erasures = Finisher(self._finish_erasures, "troth-erasure")
-        self._connections = sql.Connections(self._connect, lambda db: not db.closed)
+        self._connections = sql.Connections(
+            lambda: self._connect(own=True), lambda db: not db.closed
+        )
         self._searches = RecallSearches(self._connect)
         try:
             self.migrate()
@@ -103,8 +105,15 @@ class PostgresStore(sql.SQLReads):
 
     # -- connections and schema ----------------------------------------------------------
 
-    def _connect(self) -> psycopg.Connection[Any]:
+    def _connect(self, *, own: bool = False) -> psycopg.Connection[Any]:
+        """A new connection: a thread's own (``own``: its cursors raise a lost connection
+        as a ``StorageError``, ``postgres.connection``), else a recall's side connection
+        (``nearest``, which words its errors itself)."""
         try:
+            if own:
+                return psycopg.connect(
+                    self.url, autocommit=True, cursor_factory=connection.StoreCursor
+                )
             return psycopg.connect(self.url, autocommit=True)
         except psycopg.Error as exc:
             raise StorageError(f"cannot connect to the database: {exc}") from exc
