@@ -146,7 +146,7 @@ class Integrity:
             equal, mismatch = self._compare_with(whose, rebuilt)
             self.store.replace_projection(whose, rebuilt)
             self.vectors.refresh(whose)
-            self.check.forget(whose)
+            self.check.rewritten(whose)
             out.append(
                 {"owner": whose, "memories": len(rebuilt), "equal": equal, "mismatch": mismatch}
             )
@@ -240,7 +240,7 @@ class Integrity:
                 tx.put(memory)
         self.ledger.trust(whose, Tip(result.length, result.head))
         self.vectors.refresh(whose)
-        self.check.forget(whose)
+        self.check.rewritten(whose)
         return result
 
     def reanchor(self, owner: str | None = None, *, actor: str | None = None) -> dict[str, str]:
@@ -265,5 +265,5 @@ class Integrity:
             ]
         self.store.replace_projection(whose, lifecycle.fold(renewed, whose))
         self.vectors.refresh(whose)
-        self.check.forget(whose)  # a sanctioned rewrite: the read path verifies it afresh
+        self.check.rewritten(whose)  # a sanctioned rewrite: the read path verifies it afresh
         return {old: new for old, new in remapped.items() if old != new}

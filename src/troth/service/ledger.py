@@ -253,10 +253,11 @@ class Ledger:
                 thread.nested = False
             if not depth and thread.erased:
                 # An erasure rewrote rows the read check had folded: landed or not, the next
-                # read verifies and folds the owner's chain afresh (one pass over it).
+                # read verifies and folds the owner's chain afresh (one pass over it); its
+                # saved fold, digests of the rows before, goes too (ReadCheck.rewritten).
                 thread.erased = False
                 if self.check is not None:
-                    self.check.forget(owner)
+                    self.check.rewritten(owner)
             if not depth and thread.tombstoned:
                 # Recall's word cache holds memories' words: a forgotten or erased memory's
                 # leave it (it refills in one batch a recall; docs/retrieval.md).

@@ -226,6 +226,15 @@ class ReadCheck:
                 self._known.pop(owner, None)
                 self._refused.pop(owner, None)
 
+    def rewritten(self, owner: str) -> None:
+        """An owner's older rows were rewritten (an erasure, a rebuild, a restore): drop what
+        is known of them, and their saved fold. That file's digests were taken of the rows
+        before, an erased text's among them: a digest of a short text (a PIN, a name) lets
+        whoever holds the file confirm a guess at it, so the erasure takes it too."""
+        self.forget(owner)
+        if self.folds is not None:
+            self.folds.drop(owner)
+
     # -- inside ----------------------------------------------------------------------------
 
     def _current(self, owner: str) -> _Known:
