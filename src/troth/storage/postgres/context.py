@@ -66,11 +66,8 @@ _CONTEXT = (
     + ", ''), 'C') ELSE ''::tsvector END"
 )
 
-REFRESH: Final = (
-    f"UPDATE memories m SET body = ts_filter(m.body, '{{a}}') || {_CONTEXT}"
-    f" WHERE m.owner = %s AND m.id IN ({NEAR})"
-)
-"""Rewrite the context of these memories and of their neighbours (owner, owner, ids)."""
-
 ALL: Final = f"UPDATE memories m SET body = ts_filter(m.body, '{{a}}') || {_CONTEXT}"
 """Every row's context (the migration's back-fill; ``troth rebuild``)."""
+
+REFRESH: Final = f"{ALL} WHERE m.owner = %s AND m.id IN ({NEAR})"
+"""Rewrite the context of these memories and of their neighbours (owner, owner, ids)."""
