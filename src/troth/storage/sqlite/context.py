@@ -44,6 +44,7 @@ _RANGE = (
 )
 _BEFORE = _NEIGHBOUR.format(op="<", order="DESC")
 _AFTER = _NEIGHBOUR.format(op=">", order="ASC")
+_INSERT = "INSERT INTO memory_fts (rowid, body, context) VALUES (?, ?, ?)"
 
 _log = logging.getLogger(__name__)
 
@@ -99,9 +100,7 @@ def write_row(db: Any, rid: int, rows: _Rows, *, new: bool) -> None:
     if not new:
         db.execute("DELETE FROM memory_fts WHERE rowid = ?", (rid,))
     if body or context:
-        db.execute(
-            "INSERT INTO memory_fts (rowid, body, context) VALUES (?, ?, ?)", (rid, body, context)
-        )
+        db.execute(_INSERT, (rid, body, context))
 
 
 class _Rows:
@@ -201,10 +200,7 @@ def backfill(db: Any, progress: Callable[[int, int], None] | None = None) -> int
                 beside = lending[max(n - 1, 0) : n] + lending[n + 1 : n + 2]
                 context = " ".join(bodies[j] for j in beside)
             if bodies[i] or context:
-                db.execute(
-                    "INSERT INTO memory_fts (rowid, body, context) VALUES (?, ?, ?)",
-                    (rid, bodies[i], context),
-                )
+                db.execute(_INSERT, (rid, bodies[i], context))
             done += 1
             if done % 10000 == 0:
                 if progress is not None:
