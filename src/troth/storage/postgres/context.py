@@ -17,9 +17,6 @@ from __future__ import annotations
 
 from typing import Final
 
-SESSION: Final = "(recall::jsonb ->> 7)"
-"""A row's session, as the ``memories_session`` index (migration 0010) holds it."""
-
 _LENDS = "{p}status = 'active' AND {p}retrievable AND {p}sensitivity = 'normal'"
 # A neighbour's status is tested as an expression no index holds: with it as a plain
 # equality the planner walks ``memories_owner`` (owner, status, seq) backwards, filtering
