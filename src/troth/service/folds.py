@@ -27,7 +27,6 @@ import hashlib
 import hmac
 import json
 import marshal
-import pickle
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -158,7 +157,6 @@ assert all(len(_SLOTS[kind]) > 1 for kind in _PARTS), "a one-field class packs a
 _NAMES: Final = _SLOTS[MemoryRecord]
 _MAPPINGS: Final = tuple(_NAMES.index(name) for name in ("extra", "stamps"))
 _MARSHAL: Final = b"m"  # a packed record: marshal (version 2) of its fields as plain values
-_PICKLE: Final = b"p"  # a record with a value marshal cannot write (none troth makes)
 
 
 def _plain(value: Any) -> Any:
@@ -183,20 +181,14 @@ def pack(memory: MemoryRecord) -> bytes:
     for index, (kind, many) in _NESTED.items():
         parts = _PARTS[kind]
         values[index] = tuple(map(parts, values[index])) if many else parts(values[index])
-    try:
-        for index in _MAPPINGS:
-            value = values[index]
-            values[index] = _plain(value) if value else {}
-        return _MARSHAL + marshal.dumps(tuple(values), 2)
-    except (ValueError, TypeError):  # an unmarshallable value, or keys that do not sort
-        return _PICKLE + pickle.dumps(memory, protocol=pickle.HIGHEST_PROTOCOL)
+    for index in _MAPPINGS:  # JSON values (a record's mappings are stored as JSON)
+        value = values[index]
+        values[index] = _plain(value) if value else {}
+    return _MARSHAL + marshal.dumps(tuple(values), 2)
 
 
 def unpack(packed: bytes | memoryview) -> MemoryRecord:
     """The record :func:`pack` packed (set field by field: it was a valid record)."""
-    if packed[:1] == _PICKLE:
-        # Bytes this process packed itself (pack), never read from outside.
-        return cast(MemoryRecord, pickle.loads(packed[1:]))
     values = list(marshal.loads(packed[1:]))
     for index, (kind, many) in _NESTED.items():
         value = values[index]
