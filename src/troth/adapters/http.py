@@ -388,12 +388,18 @@ async def caller(
     worker thread, so the loop never waits for it.
     """
     token = None if credentials is None else credentials.credentials
-    tokens: Tokens = request.app.state.tokens
+    grant = await authenticated(request.app.state.tokens, token)
+    return ScopedMemory(request.app.state.memory, grant)
+
+
+async def authenticated(tokens: Tokens, token: str | None) -> Grant:
+    """``tokens.authenticate(token)``, in the event loop on the embedded store and from a
+    worker thread on a database across a network (:func:`caller`; the MCP endpoint too)."""
     if tokens.local:
         grant: Grant = tokens.authenticate(token)
-    else:
-        grant = await run_in_threadpool(tokens.authenticate, token)
-    return ScopedMemory(request.app.state.memory, grant)
+        return grant
+    remote: Grant = await run_in_threadpool(tokens.authenticate, token)
+    return remote
 
 
 Caller = Annotated[ScopedMemory, Depends(caller)]
@@ -706,4 +712,4 @@ def _is_json_object(raw: bytes) -> bool:
         return False
 
 
-__all__ = ["STATUS", "create_api", "error_response", "search_body", "status_of"]
+__all__ = ["STATUS", "authenticated", "create_api", "error_response", "search_body", "status_of"]

@@ -36,7 +36,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from troth.adapters.http import create_api, error_response
+from troth.adapters.http import authenticated, create_api, error_response
 from troth.adapters.http_gate import gate_router
 from troth.adapters.http_ledger import ledger_router
 from troth.adapters.mcp import GRANT_KEY, ToolNames, create_mcp
@@ -164,10 +164,7 @@ class McpAuth:
         try:
             # As the HTTP API's ``caller``: on the embedded store the check is cheaper than
             # a worker thread's round trip, so it runs here (docs/api.md, "Concurrency").
-            if self.tokens.local:
-                grant: Grant = self.tokens.authenticate(token)
-            else:
-                grant = await anyio.to_thread.run_sync(self.tokens.authenticate, token)
+            grant = await authenticated(self.tokens, token)
         except TrothError as error:
             response = error_response(error)
             if response.status_code == 401:
