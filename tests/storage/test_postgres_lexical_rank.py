@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+from tests.backends import connection
 from tests.conftest import StepClock, facade
 from troth.core.query import lexical_terms
 from troth.storage.base import MemoryFilter
@@ -16,7 +17,18 @@ from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.search import tsquery_text
 
 ALICE = "human:alice"
-WORDS = "tea kettle garden parrot novel violin harbour lantern meadow pepper".split()
+WORDS = [
+    "tea",
+    "kettle",
+    "garden",
+    "parrot",
+    "novel",
+    "violin",
+    "harbour",
+    "lantern",
+    "meadow",
+    "pepper",
+]
 
 
 def _corpus(seed: int, count: int) -> list[str]:
@@ -30,7 +42,7 @@ def test_the_lexical_order_is_ts_rank_over_the_length(pg_url: str) -> None:
         memory.remember_many(
             [{"text": text, "session": f"s{i // 5}"} for i, text in enumerate(_corpus(19, 120))]
         )
-        db = store._connection()
+        db = connection(store)
         for question in ("tea parrot", "violin", "harbour lantern meadow", "peppers"):
             terms = lexical_terms(question)
             hits = store.lexical(ALICE, terms, 40, MemoryFilter(retrievable_only=True))
