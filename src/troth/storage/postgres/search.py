@@ -55,14 +55,19 @@ def tsquery_text(terms: Sequence[Term]) -> str:
 def lexical(
     db: psycopg.Connection[Any], owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
 ) -> list[Hit]:
-    """Full-text candidates ranked by ``ts_rank_cd`` over the text's length (higher is better):
-    a word repeated does not outrank the text that says it once (normalisation 2)."""
+    """Full-text candidates ranked by ``ts_rank`` over the text's length (higher is better):
+    a word repeated does not outrank the text that says it once (normalisation 2).
+
+    ``ts_rank`` (a weighted sum per matched term), not ``ts_rank_cd`` (cover density),
+    which ranked the same matches at ~3x the server's CPU, two thirds of a 100k recall's
+    lexical search, for the same LoCoMo figures on PostgreSQL (docs/retrieval.md,
+    "PostgreSQL at 100k (branch hpg4)"). Both read A at 1.0 and C at 0.2."""
     terms = [term for term in terms if term.text]
     if not terms:
         return []
     where, params = FILTERS.where(owner, query)
     statement = (
-        "SELECT id, ts_rank_cd(body, q, 2) AS score, seq FROM memories,"
+        "SELECT id, ts_rank(body, q, 2) AS score, seq FROM memories,"
         f" to_tsquery(%s::regconfig, %s) AS q WHERE body @@ q AND {where}"
         ' ORDER BY score DESC, seq DESC, id COLLATE "C" LIMIT %s'
     )
