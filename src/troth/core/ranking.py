@@ -785,12 +785,14 @@ def assess_relevance(
     analysis = query if isinstance(query, QueryAnalysis) else analyze_query(query)
     cosines = [c.vector_score for c in candidates if c.vector_score is not None]
     cosine = max(cosines) if cosines else None
-    texts = {c.memory_id: c.text.lower() for c in candidates}
+    # Lower-cased where read (the top hits, and every text only for a named thing): a
+    # recall ranks ~180 candidates and judges ten.
+    texts = {c.memory_id: c.text for c in candidates}
     patterns = [term_pattern(term) for term in analysis.terms]
     coverage = 0.0
     if patterns:
         for hit in hits[:top]:
-            text = texts.get(hit.memory_id, "")
+            text = texts.get(hit.memory_id, "").lower()
             share = sum(1 for p in patterns if p.search(text)) / len(patterns)
             coverage = max(coverage, share)
             if coverage == 1.0:
@@ -802,7 +804,7 @@ def assess_relevance(
         # candidates are read only when the lexical index was not asked. One search over
         # the joined text: cheap, and a held name is usually found at once.
         lexical = [c.text.lower() for c in candidates if c.lexical_rank is not None]
-        everything = "\n".join(lexical or texts.values())
+        everything = "\n".join(lexical or [text.lower() for text in texts.values()])
         missing = tuple(
             n for n in analysis.names if not term_pattern(n, prefix=False).search(everything)
         )
