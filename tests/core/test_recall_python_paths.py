@@ -270,6 +270,7 @@ def test_the_word_matrix_has_the_stacked_rows() -> None:
     again = vectors.matrix(words)  # cached
     stacked = np.stack([np.asarray(embedder.embed([w])[0], dtype=np.float32) for w in words])
     assert first.dtype == again.dtype == np.float32
-    assert np.array_equal(first, stacked) and np.array_equal(again, stacked)
+    assert np.array_equal(first, stacked)
+    assert np.array_equal(again, stacked)
     assert vectors.matrix([]).shape == (0, embedder.dim)
     assert not math.isnan(float(first.sum()))
