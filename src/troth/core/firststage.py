@@ -77,7 +77,7 @@ def shortlist(
     chosen.update(memory_id for _, memory_id in extremes)
     # The neighbours of the best ``expand``: only the positions they ask for are looked up.
     offsets = neighbour_offsets(config)
-    wanted = set()
+    wanted: set[int] = set()
     for memory_id in order[:expand]:
         seq = seqs.get(memory_id)
         if seq is not None:
