@@ -1,6 +1,7 @@
 """The faster forms of recall's Python steps give what the plain forms gave (issue 19, branch hpy).
 
-Each reference below is the step as main (9d93a98) wrote it, kept as the oracle: the fused
+Each reference is the step as main (9d93a98) wrote it (the fusion's and the first stage's
+are branch hcpu's oracles, imported), or what it computes written out: the fused
 scores (to the bit), the first stage's choice, the neighbour lift, the late-interaction
 lift, the relevance check and the word matrix must be the same, or a recall would return
 something else (end to end: ``bench.recall_cpu --dump`` gives byte-identical JSON).
@@ -11,13 +12,15 @@ from __future__ import annotations
 import math
 import random
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
+# main's fusion and first stage, kept as oracles by branch hcpu's tests.
+from tests.core.test_recall_fast_paths import reference_fuse, reference_shortlist
 from troth.core.firststage import shortlist
 from troth.core.query import analyze_query
 from troth.core.ranking import (
@@ -41,39 +44,6 @@ def _bits(value: float) -> bytes:
     return struct.pack("<d", value)
 
 
-def reference_fuse_by_max(
-    ids: Sequence[str],
-    lexical_scores: Sequence[float | None],
-    vector_scores: Sequence[float | None],
-    config: RankingConfig = DEFAULT_RANKING,
-) -> dict[str, float]:
-    """main's loop for the "max" normalisation."""
-    lexical = [s for s in lexical_scores if s is not None]
-    vector = [s for s in vector_scores if s is not None]
-    best_lexical = max(lexical, default=0.0)
-    weakest_vector = min(vector) if vector else None
-    high = max(vector) if vector else 0.0
-
-    def normalize(value: float) -> float:
-        return max(value, 0.0) / high if high > 0 else 0.0
-
-    missing = 0.0 if weakest_vector is None else config.vector_weight * normalize(weakest_vector)
-    fused = {}
-    for memory_id, lexical_score, vector_score in zip(
-        ids, lexical_scores, vector_scores, strict=True
-    ):
-        score = 0.0
-        if lexical_score is not None and best_lexical > 0:
-            score += config.lexical_weight * max(lexical_score, 0.0) / best_lexical
-        if vector_score is None:
-            if weakest_vector is not None:
-                score += missing
-        else:
-            score += config.vector_weight * (max(vector_score, 0.0) / high if high > 0 else 0.0)
-        fused[memory_id] = score
-    return fused
-
-
 def _score_lists(rng: random.Random, count: int) -> tuple[list[str], list[Any], list[Any]]:
     ids = [f"m{i:04d}" for i in range(count)]
     # Zeros of both signs, negatives, ties and gaps: the cases a sum's order would show.
@@ -94,7 +64,7 @@ def test_the_max_fusion_gives_the_loops_floats(seed: int) -> None:
         vector = [None if v is None else -abs(v) for v in vector]  # best cosine <= 0
     weights = RankingConfig(lexical_weight=0.3, vector_weight=0.7) if seed > 8 else DEFAULT_RANKING
     fast = fuse_scores(ids, lexical, vector, weights)
-    slow = reference_fuse_by_max(ids, lexical, vector, weights)
+    slow = reference_fuse(ids, lexical, vector, weights)
     assert list(fast) == list(slow)
     assert [_bits(fast[m]) for m in ids] == [_bits(slow[m]) for m in ids]
 
@@ -102,44 +72,6 @@ def test_the_max_fusion_gives_the_loops_floats(seed: int) -> None:
 def test_the_max_fusion_refuses_lists_of_other_lengths() -> None:
     with pytest.raises(ValueError, match="one lexical and one vector score"):
         fuse_scores(["a", "b"], [1.0, 2.0], [0.5])
-
-
-def reference_shortlist(
-    found: Mapping[str, Mapping[str, Any]], seqs: Mapping[str, int], keep: int, expand: int
-) -> list[str]:
-    """main's first stage: a loop over the found scores and a map of every position."""
-    if len(found) <= keep:
-        return list(found)
-    ids = list(found)
-    base = reference_fuse_by_max(
-        ids,
-        [s.get("lexical_score") for s in found.values()],
-        [s.get("vector_score") for s in found.values()],
-    )
-    order = [m for _, m in sorted((-score, m) for m, score in base.items())]
-    chosen = set(order[:keep])
-    lexical_best = vector_best = vector_weakest = None
-    for memory_id, scores in found.items():
-        lexical, vector = scores.get("lexical_score"), scores.get("vector_score")
-        if lexical is not None and (lexical_best is None or (lexical, memory_id) > lexical_best):
-            lexical_best = (lexical, memory_id)
-        if vector is not None:
-            if vector_best is None or (vector, memory_id) > vector_best:
-                vector_best = (vector, memory_id)
-            if vector_weakest is None or (vector, memory_id) < vector_weakest:
-                vector_weakest = (vector, memory_id)
-    for extreme in (lexical_best, vector_best, vector_weakest):
-        if extreme is not None:
-            chosen.add(extreme[1])
-    at: dict[int, list[str]] = {}
-    for memory_id, position in seqs.items():
-        at.setdefault(position, []).append(memory_id)
-    for memory_id in order[:expand]:
-        seq = seqs.get(memory_id)
-        if seq is not None:
-            for offset in neighbour_offsets(DEFAULT_RANKING):
-                chosen.update(at.get(seq + offset, ()))
-    return [m for m in ids if m in chosen]
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -216,23 +148,6 @@ def test_the_neighbour_lift_is_the_loops(seed: int) -> None:
     assert {m: v for m, v in lifted.items() if v is not None} == expected
 
 
-def reference_lift_head(
-    head: Sequence[RankedHit], scores: Sequence[float], weight: float, name: str
-) -> list[RankedHit]:
-    best = max(scores, default=0.0)
-    if best <= 0:
-        return list(head)
-    lifted = []
-    for hit, score in zip(head, scores, strict=True):
-        lift = weight * max(score, 0.0) / best
-        explanation = replace(
-            hit.explanation, adjustments={**hit.explanation.adjustments, name: lift}
-        )
-        lifted.append(RankedHit(hit.memory_id, hit.score + lift, explanation))
-    lifted.sort(key=lambda h: (-h.score, h.memory_id))
-    return lifted
-
-
 def test_the_late_interaction_lift_builds_the_same_hits() -> None:
     rng = random.Random(5)
     head = [
@@ -244,9 +159,28 @@ def test_the_late_interaction_lift_builds_the_same_hits() -> None:
         for i in range(30)
     ]
     scores = [rng.uniform(-0.2, 1.0) for _ in head]
-    assert lift_head(head, scores, 0.3, "interaction") == reference_lift_head(
-        head, scores, 0.3, "interaction"
+    best = max(scores)
+    # Each hit lifted by its share of the best score (none below zero), the step recorded
+    # after the others, then best first with ties by id.
+    expected = sorted(
+        (
+            (
+                hit.score + 0.3 * max(score, 0.0) / best,
+                hit.memory_id,
+                {**hit.explanation.adjustments, "interaction": 0.3 * max(score, 0.0) / best},
+                hit.explanation,
+            )
+            for hit, score in zip(head, scores, strict=True)
+        ),
+        key=lambda item: (-item[0], item[1]),
     )
+    lifted = lift_head(head, scores, 0.3, "interaction")
+    assert [(h.score, h.memory_id, h.explanation.adjustments) for h in lifted] == [
+        item[:3] for item in expected
+    ]
+    assert [h.explanation for h in lifted] == [
+        replace(item[3], adjustments=item[2]) for item in expected
+    ]
 
 
 def test_the_relevance_check_reads_as_before() -> None:
