@@ -20,6 +20,7 @@ Pure standard library; nothing here weighs anything the ranking does not.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,47 +49,39 @@ def shortlist(
     if len(found) <= keep:
         return list(found)
     ids = list(found)
-    lexical_scores: list[float | None] = []
-    vector_scores: list[float | None] = []
-    lexical_best: tuple[float, str] | None = None
-    vector_best: tuple[float, str] | None = None
-    vector_weakest: tuple[float, str] | None = None
-    # One pass over the found scores: the fusion's inputs and the extremes it normalises by.
-    for memory_id, scores in found.items():
-        lexical = scores.get("lexical_score")
-        vector = scores.get("vector_score")
-        lexical_scores.append(lexical)
-        vector_scores.append(vector)
-        if lexical is not None and (lexical_best is None or (lexical, memory_id) > lexical_best):
-            lexical_best = (lexical, memory_id)
-        if vector is not None:
-            if vector_best is None or (vector, memory_id) > vector_best:
-                vector_best = (vector, memory_id)
-            if vector_weakest is None or (vector, memory_id) < vector_weakest:
-                vector_weakest = (vector, memory_id)
+    scores = list(found.values())
+    # The fusion's inputs, and the extremes it normalises by, read with comprehensions and
+    # C builtins (max/min over (score, id) pairs: the same pair a loop keeping the largest
+    # finds, since no two pairs are equal): ~950 found memories a recall.
+    lexical_scores: list[float | None] = [s.get("lexical_score") for s in scores]
+    vector_scores: list[float | None] = [s.get("vector_score") for s in scores]
+    lexical = [(v, m) for v, m in zip(lexical_scores, ids, strict=True) if v is not None]
+    vector = [(v, m) for v, m in zip(vector_scores, ids, strict=True) if v is not None]
+    extremes = [max(lexical)] if lexical else []
+    if vector:
+        extremes += [max(vector), min(vector)]
     ranks: dict[str, list[int | None]] = {}
     if config.fusion == "rrf":  # the only fusion that reads the ranks
         ranks = {
-            "lexical_ranks": [s.get("lexical_rank") for s in found.values()],
-            "vector_ranks": [s.get("vector_rank") for s in found.values()],
+            "lexical_ranks": [s.get("lexical_rank") for s in scores],
+            "vector_ranks": [s.get("vector_rank") for s in scores],
         }
     # The fusion over the index scores as they are: no Candidate per found memory.
     base = fuse_scores(ids, lexical_scores, vector_scores, config, **ranks)
     # Best first, ties by id (tuples compare in C): only the head is needed, so a heap.
-    best = heapq.nsmallest(max(keep, expand), ((-score, m) for m, score in base.items()))
+    best = heapq.nsmallest(
+        max(keep, expand), zip(map(operator.neg, base.values()), base, strict=True)
+    )
     order = [memory_id for _, memory_id in best]
     chosen = set(order[:keep])
-    for extreme in (lexical_best, vector_best, vector_weakest):
-        if extreme is not None:
-            chosen.add(extreme[1])
-    at: dict[int, list[str]] = {}
-    for memory_id, position in seqs.items():
-        at.setdefault(position, []).append(memory_id)
+    chosen.update(memory_id for _, memory_id in extremes)
+    # The neighbours of the best ``expand``: only the positions they ask for are looked up.
     offsets = neighbour_offsets(config)
+    wanted: set[int] = set()
     for memory_id in order[:expand]:
         seq = seqs.get(memory_id)
-        if seq is None:
-            continue
-        for offset in offsets:
-            chosen.update(at.get(seq + offset, ()))
+        if seq is not None:
+            wanted.update(seq + offset for offset in offsets)
+    if wanted:
+        chosen.update(memory_id for memory_id, position in seqs.items() if position in wanted)
     return [memory_id for memory_id in ids if memory_id in chosen]

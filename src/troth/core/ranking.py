@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Literal
 
@@ -194,8 +195,16 @@ def lift_head(
     lifted = []
     for hit, score in zip(head, scores, strict=True):
         lift = weight * max(score, 0.0) / best
-        explanation = replace(
-            hit.explanation, adjustments={**hit.explanation.adjustments, name: lift}
+        # Built directly (``dataclasses.replace`` walks the fields by name: a fifth of the
+        # late-interaction step's time), the same explanation with the step added.
+        was = hit.explanation
+        explanation = Explanation(
+            was.lexical_rank,
+            was.vector_rank,
+            was.lexical_score,
+            was.vector_score,
+            was.base,
+            {**was.adjustments, name: lift},
         )
         lifted.append(RankedHit(hit.memory_id, hit.score + lift, explanation))
     lifted.sort(key=lambda h: (-h.score, h.memory_id))
@@ -487,15 +496,12 @@ def fuse_scores(
     best_lexical = max(lexical, default=0.0)
     weakest_vector = min(vector) if vector else None
     lexical_weight, vector_weight = config.lexical_weight, config.vector_weight
-    # The terms as ``_vector_normalizer`` computes them, written out for the usual "max"
-    # normalisation (recall's first stage fuses ~900 scores: a call each cost more than
-    # the arithmetic); the same operations in the same order, so the same floats.
-    high = max(vector) if vector else 0.0
-    by_max = config.vector_normalization == "max"
-    normalize_vector = _vector_normalizer(vector, config.vector_normalization)
     # A memory the vector index did not return is at most as similar as the weakest one it
     # did return; scoring it as that (not as zero) keeps the fusion fair when the index
     # was only read to a limited depth.
+    if config.vector_normalization == "max":
+        return _fuse_by_max(ids, lexical_scores, vector_scores, config, best_lexical, vector)
+    normalize_vector = _vector_normalizer(vector, config.vector_normalization)
     missing = 0.0
     if weakest_vector is not None:
         missing = vector_weight * normalize_vector(weakest_vector)
@@ -509,12 +515,48 @@ def fuse_scores(
         if vector_score is None:
             if weakest_vector is not None:
                 score += missing
-        elif by_max:
-            score += vector_weight * (max(vector_score, 0.0) / high if high > 0 else 0.0)
         else:
             score += vector_weight * normalize_vector(vector_score)
         fused[memory_id] = score
     return fused
+
+
+def _fuse_by_max(
+    ids: Sequence[str],
+    lexical_scores: Sequence[float | None],
+    vector_scores: Sequence[float | None],
+    config: RankingConfig,
+    best_lexical: float,
+    vector: Sequence[float],
+) -> dict[str, float]:
+    """The "max" fusion, term by term in comprehensions (recall's first stage fuses ~950
+    scores a recall, and a loop with its branches cost twice as much): each memory's score
+    is ``(0.0 + lexical term) + vector term``, the operations and their order of the
+    general loop above (``_vector_normalizer``'s "max"), so the same floats to the bit
+    (held against the plain loop by tests/core/test_recall_python_paths.py)."""
+    if not len(ids) == len(lexical_scores) == len(vector_scores):
+        raise ValueError("fuse_scores needs one lexical and one vector score (or None) per id")
+    lexical_weight, vector_weight = config.lexical_weight, config.vector_weight
+    if best_lexical > 0:
+        lexical_terms = [
+            0.0 if score is None else 0.0 + lexical_weight * max(score, 0.0) / best_lexical
+            for score in lexical_scores
+        ]
+    else:
+        lexical_terms = [0.0] * len(ids)
+    if not vector:  # no vector score at all: nothing is added
+        return dict(zip(ids, lexical_terms, strict=True))
+    high = max(vector)
+    if high > 0:
+        missing = vector_weight * (max(min(vector), 0.0) / high)
+        vector_terms = [
+            missing if score is None else vector_weight * (max(score, 0.0) / high)
+            for score in vector_scores
+        ]
+    else:
+        missing = vector_weight * 0.0
+        vector_terms = [missing] * len(ids)
+    return dict(zip(ids, map(operator.add, lexical_terms, vector_terms), strict=True))
 
 
 def _vector_normalizer(scores: Sequence[float], how: str) -> Callable[[float], float]:
@@ -544,21 +586,27 @@ def _neighbour_lift(
     if not config.neighbour_weight or config.neighbour_span < 1:
         return {}
     # Two memories may share a position (an edit, a duplicate): the stronger one counts.
-    by_position: dict[tuple[str, int], float] = {}
+    # Positions are kept per session (int keys, no tuple built per look-up: ~180
+    # candidates and four offsets a recall).
+    by_session: dict[str, dict[int, float]] = {}
     for c in candidates:
         if c.session is not None and c.seq is not None:
-            key = (c.session, c.seq)
-            by_position[key] = max(by_position.get(key, 0.0), base[c.memory_id])
+            positions = by_session.setdefault(c.session, {})
+            positions[c.seq] = max(positions.get(c.seq, 0.0), base[c.memory_id])
     offsets = neighbour_offsets(config)
     lift = {}
     for c in candidates:
         if c.session is None or c.seq is None:
             continue
+        positions = by_session[c.session]
+        if len(positions) < 2:  # alone in its session: no neighbour to lift it
+            continue
         # The strongest turn within the span on either side (summing them, or weighting
         # farther turns less, did worse on LoCoMo: docs/retrieval.md).
         pooled = 0.0
+        seq = c.seq
         for offset in offsets:
-            value = by_position.get((c.session, c.seq + offset), 0.0)
+            value = positions.get(seq + offset, 0.0)
             if value > pooled:
                 pooled = value
         if pooled > 0:
@@ -737,12 +785,14 @@ def assess_relevance(
     analysis = query if isinstance(query, QueryAnalysis) else analyze_query(query)
     cosines = [c.vector_score for c in candidates if c.vector_score is not None]
     cosine = max(cosines) if cosines else None
-    texts = {c.memory_id: c.text.lower() for c in candidates}
+    # Lower-cased where read (the top hits, and every text only for a named thing): a
+    # recall ranks ~180 candidates and judges ten.
+    texts = {c.memory_id: c.text for c in candidates}
     patterns = [term_pattern(term) for term in analysis.terms]
     coverage = 0.0
     if patterns:
         for hit in hits[:top]:
-            text = texts.get(hit.memory_id, "")
+            text = texts.get(hit.memory_id, "").lower()
             share = sum(1 for p in patterns if p.search(text)) / len(patterns)
             coverage = max(coverage, share)
             if coverage == 1.0:
@@ -754,7 +804,7 @@ def assess_relevance(
         # candidates are read only when the lexical index was not asked. One search over
         # the joined text: cheap, and a held name is usually found at once.
         lexical = [c.text.lower() for c in candidates if c.lexical_rank is not None]
-        everything = "\n".join(lexical or texts.values())
+        everything = "\n".join(lexical or [text.lower() for text in texts.values()])
         missing = tuple(
             n for n in analysis.names if not term_pattern(n, prefix=False).search(everything)
         )
