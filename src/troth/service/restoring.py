@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from troth.core import lifecycle
 from troth.core.errors import ConflictError
 from troth.service.base import Parties
-from troth.service.interaction import forget_words
 from troth.service.ledger import Ledger
 from troth.service.proofs import VerifiedCopy
 from troth.service.vectors import Vectors
@@ -89,5 +88,5 @@ class Restorer:
             self.ledger.trust(owner, tip)
             self.vectors.refresh(owner)
         if out.erased:  # as the ledger does after an erasure of its own (Ledger.writing)
-            forget_words()
+            self.ledger.erasure_committed()
         return out
