@@ -127,10 +127,13 @@ class Ledger:
         """Register a keeper of memories' words outside the store; erasures will reach it."""
         self._on_erasure.append(listener)
 
-    def erasing(self) -> None:
-        """Note that this thread's write erases a text or forgets a memory: once it ends,
-        the erasure listeners are told (:meth:`erasure_committed`). The one place that
-        decides what counts as an erasure for the caches of memories' words."""
+    def erasing(self, tx: Transaction) -> None:
+        """Note that ``tx`` erases a text or forgets a memory. The store's erasure epoch
+        moves in it (every process's word caches see it at their next recall), and once
+        this thread's write ends the erasure listeners here are told at once
+        (:meth:`erasure_committed`). The one place that decides what counts as an erasure
+        for the caches of memories' words."""
+        tx.note_erasure()
         if self._thread.depth:
             self._thread.tombstoned = True
 
@@ -445,7 +448,7 @@ class Ledger:
             self.erase_creation(tx, memory)
         reserved: tuple[str, ...] = ()
         if kind in _TOMBSTONES:
-            self.erasing()
+            self.erasing(tx)
             content = tombstone_content(texts["note"])
             reserved = (TOMBSTONE_TAG, TARGET_PREFIX + memory.entry_hash)
         else:
@@ -476,7 +479,7 @@ class Ledger:
         # Older rows change: the read check does not take this write as it is (``wrote``);
         # the next read verifies and folds the owner's chain afresh.
         self._thread.erased = True
-        self.erasing()
+        self.erasing(tx)
         if foreign:
             # A plain personaxis entry: its own line is all the history it has here.
             self._erase_row(tx, creation)

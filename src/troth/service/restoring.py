@@ -71,6 +71,7 @@ class Restorer:
                     )
                 if theirs.entry.redacted and not mine.entry.redacted:
                     tx.erase(index, theirs.entry, theirs.texts)
+                    self.ledger.erasing(tx)
                     out.erased += 1
             for record in rows[len(held) :]:
                 tx.append(record.entry, record.meta, record.texts)
