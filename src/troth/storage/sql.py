@@ -505,6 +505,24 @@ def migrations(backend: str) -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
+# -- context expansion ---------------------------------------------------------------------
+
+
+def lends_context_sql(prefix: str, true: str, *, unindexed: Iterable[str] = ()) -> str:
+    """:data:`rows.LENDING` as a WHERE condition on the columns of ``prefix`` (a table
+    alias with its dot, or ``""``): what ``rows.lends_context`` says of a memory, said of
+    its row. ``true`` follows a flag column as in :class:`Filters` (SQLite ``" = 1"``).
+    A column in ``unindexed`` is tested as ``(…) IS TRUE``, an expression no index holds,
+    so the planner does not choose an index by it (``storage.postgres.context``)."""
+    hidden = set(unindexed)
+    terms = []
+    for column, value in rows.LENDING:
+        name = prefix + column
+        term = f"{name}{true}" if value is True else f"{name} = '{value}'"
+        terms.append(f"({term}) IS TRUE" if column in hidden else term)
+    return " AND ".join(terms)
+
+
 # -- the erasure epoch --------------------------------------------------------------------
 
 ERASURE_EPOCH: Final = "erasure_epoch"
