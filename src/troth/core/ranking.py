@@ -70,7 +70,6 @@ __all__ = [
     "TextShape",
     "assess_relevance",
     "cap_per_writer",
-    "fuse",
     "fuse_scores",
     "lift_head",
     "neighbour_offsets",
@@ -432,14 +431,6 @@ def cap_per_writer(
     return kept + deferred, frozenset(h.memory_id for h in deferred)
 
 
-def fuse(
-    candidates: Sequence[Candidate], config: RankingConfig = DEFAULT_RANKING
-) -> dict[str, float]:
-    """Step 1 alone: each candidate's fused score from its index scores (no row needed),
-    what recall's first stage orders candidates by (``core.firststage``)."""
-    return _fuse(_dedupe(candidates), config)
-
-
 def _dedupe(candidates: Sequence[Candidate]) -> list[Candidate]:
     # A store may pass the same memory twice (once per index); keep the first.
     seen: dict[str, Candidate] = {}
@@ -492,7 +483,7 @@ def fuse_scores(
     # the arithmetic); the same operations in the same order, so the same floats.
     high = max(vector) if vector else 0.0
     by_max = config.vector_normalization == "max"
-    normalize_vector = _vector_normalizer(vector, config.vector_normalization)
+    normalize_vector = _vector_normalizer(high, weakest_vector, config.vector_normalization)
     # A memory the vector index did not return is at most as similar as the weakest one it
     # did return; scoring it as that (not as zero) keeps the fusion fair when the index
     # was only read to a limited depth.
@@ -517,10 +508,11 @@ def fuse_scores(
     return fused
 
 
-def _vector_normalizer(scores: Sequence[float], how: str) -> Callable[[float], float]:
-    if not scores:
+def _vector_normalizer(high: float, low: float | None, how: str) -> Callable[[float], float]:
+    """The vector score's normaliser given the best and weakest cosine found (``low`` is
+    None when the vector index found nothing)."""
+    if low is None:
         return lambda value: 0.0
-    high, low = max(scores), min(scores)
     if how == "max":
         return lambda value: max(value, 0.0) / high if high > 0 else 0.0
     span = high - low
