@@ -66,7 +66,10 @@ _CONTEXT = (
 )
 
 ALL: Final = f"UPDATE memories m SET body = ts_filter(m.body, '{{a}}') || {_CONTEXT}"
-"""Every row's context (the migration's back-fill; ``troth rebuild``)."""
+"""Every row's context (the migration's back-fill)."""
+
+OWNER: Final = f"{ALL} WHERE m.owner = %s"
+"""Every row's context of one owner (``replace_projection``: ``troth rebuild``)."""
 
 REFRESH: Final = f"{ALL} WHERE m.owner = %s AND m.id IN ({NEAR})"
 """Rewrite the context of these memories and of their neighbours (owner, owner, ids)."""
