@@ -158,13 +158,18 @@ class WordReading:
         return self.cache.matrix(words, epoch=self.epoch)
 
 
-_SHARED: dict[tuple[str, int, int], WordVectors] = {}
+# One cache per model, by its identity: the embedder's class, name and dimension. The name
+# is "a stable identifier of the model" (``Embedder.name``; the store keeps it beside the
+# vectors to detect a change), so two embedders alike embed a word alike and share one
+# cache. Keyed so, not by ``id(embedder)``, an embedder made per facade (or per test) adds
+# no cache that is never released, and no dead object's id can be taken by another's.
+_SHARED: dict[tuple[type, str, int], WordVectors] = {}
 _SHARED_LOCK = threading.Lock()
 
 
 def word_vectors(embedder: Embedder) -> WordVectors:
-    """The process-wide :class:`WordVectors` of ``embedder`` (one per embedder object)."""
-    key = (embedder.name, embedder.dim, id(embedder))
+    """The process-wide :class:`WordVectors` of ``embedder``'s model (one per model)."""
+    key = (type(embedder), embedder.name, embedder.dim)
     with _SHARED_LOCK:
         found = _SHARED.get(key)
         if found is None:
