@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 import troth
-from tests.backends import fresh_store, reopen
+from tests.backends import reopen
 from tests.conftest import vector_facade
-from tests.service.test_restore_roundtrip import sealed
 from tests.service.test_word_cache_erasure import RARE, recalled
 from troth.embedding import HashingEmbedder
 from troth.service.interaction import WordVectors
@@ -142,17 +141,3 @@ def test_a_cache_empties_when_a_store_shows_another_epoch() -> None:
     cache.reading(store_a, 4)  # erased elsewhere meanwhile
     pinned.matrix(["attic"])  # a recall pinned before keeps nothing it computes
     assert len(cache) == 0
-
-
-def test_a_restore_that_erases_moves_the_epoch(tmp_path: Path) -> None:
-    key = tmp_path / "signing.key"
-    with fresh_store("sqlite", None) as store, sealed(store, key) as source:  # type: ignore[arg-type]
-        secret = source.remember(f"the canary is {RARE}")
-        source.export_to("hux", tmp_path / "old.json")
-        source.redact(secret.id, reason="erasure request")
-        source.export_to("hux", tmp_path / "new.json")
-        with fresh_store("sqlite", None) as other, sealed(other, key) as target:  # type: ignore[arg-type]
-            target.import_path(tmp_path / "old.json", mode="restore")
-            before = other.erasure_epoch()
-            target.import_path(tmp_path / "new.json", mode="restore")
-            assert other.erasure_epoch() == before + 1
