@@ -9,10 +9,19 @@ import pytest
 
 from tests.conftest import vector_facade
 from troth.core.firststage import shortlist
-from troth.core.ranking import Candidate, fuse
+from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
 from troth.service import recall as recall_module
 from troth.service.recall import Query
 from troth.storage.sqlite import SQLiteStore
+
+
+def ranking_base(
+    found: dict[str, dict[str, float | int]], config: RankingConfig = DEFAULT_RANKING
+) -> dict[str, float]:
+    """Each found memory's fused score as the ranking itself computes it (the base of its
+    explanation): the oracle the first stage is held to."""
+    candidates = [Candidate(m, "", "", **s) for m, s in found.items()]  # type: ignore[arg-type]
+    return {hit.memory_id: hit.explanation.base for hit in rank("", candidates, config=config)}
 
 
 def _found(count: int, seed: int = 7) -> dict[str, dict[str, float | int]]:
@@ -37,7 +46,7 @@ def test_it_keeps_the_best_fused_the_extremes_and_the_best_ones_neighbours() -> 
     found = _found(600)
     seqs = {memory_id: i for i, memory_id in enumerate(found)}
     chosen = shortlist(found, seqs, keep=100, expand=20)
-    base = fuse([Candidate(m, "", "", **s) for m, s in found.items()])  # type: ignore[arg-type]
+    base = ranking_base(found)
     best = sorted(base, key=lambda m: (-base[m], m))
     assert set(best[:100]) <= set(chosen)
     # The neighbours (seq within 2) of the best 20, found by an index, come along.

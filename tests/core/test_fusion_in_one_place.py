@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
+from tests.core.test_firststage import ranking_base
 from troth.core.firststage import shortlist
-from troth.core.ranking import DEFAULT_RANKING, Candidate, fuse, fuse_scores, neighbour_offsets
+from troth.core.ranking import DEFAULT_RANKING, fuse_scores, neighbour_offsets
 
 RRF = replace(DEFAULT_RANKING, fusion="rrf")
 
@@ -32,7 +33,7 @@ def _found(count: int) -> dict[str, dict[str, float | int]]:
 @pytest.mark.parametrize("config", [DEFAULT_RANKING, RRF], ids=["score", "rrf"])
 def test_the_first_stage_keeps_the_best_by_the_rankings_own_fusion(config: object) -> None:
     found = _found(400)
-    base = fuse([Candidate(m, "", "", **s) for m, s in found.items()], config)  # type: ignore[arg-type]
+    base = ranking_base(found, config)  # type: ignore[arg-type]
     best = sorted(base, key=lambda m: (-base[m], m))
     chosen = shortlist(found, {}, keep=60, expand=0, config=config)  # type: ignore[arg-type]
     assert set(best[:60]) <= set(chosen)

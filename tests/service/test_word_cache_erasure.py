@@ -83,6 +83,9 @@ def test_a_restore_that_erases_a_text_empties_the_word_cache(tmp_path: Path) -> 
             target.import_path(tmp_path / "old.json", mode="restore")
             cache.reading().matrix([RARE])  # a recall over the restored text
             assert RARE in cache
+            epoch = other.erasure_epoch()
             target.import_path(tmp_path / "new.json", mode="restore")
             assert target.get(secret.id).redacted
             assert RARE not in cache
+            # Other processes' caches see it too: the erasure epoch moved with the restore.
+            assert other.erasure_epoch() == epoch + 1

@@ -7,6 +7,7 @@ from tests.backends import connection, execute, is_postgres, reopen
 from tests.conftest import StepClock, facade
 from troth.core.query import lexical_terms
 from troth.storage.base import MemoryFilter, Store
+from troth.storage.sqlite import SCHEMA_VERSION
 
 ALICE = "human:alice"
 TURNS = [
@@ -59,7 +60,8 @@ def test_an_older_store_gets_its_neighbours_words_on_open(any_store: Store) -> N
             versions = execute(again, "SELECT version FROM schema_version").fetchall()
             assert (10,) in versions
         else:
-            assert again.migrated == [7, 8]  # type: ignore[attr-defined]
+            # 0007 and 0008, and every later one (each may run again on such a file).
+            assert again.migrated == list(range(7, SCHEMA_VERSION + 1))  # type: ignore[attr-defined]
         assert found(again, "quetzalbeard") == set(ids)
         assert found(again, "whistles") == set(ids)
         if written is not None:

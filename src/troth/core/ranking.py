@@ -71,7 +71,6 @@ __all__ = [
     "TextShape",
     "assess_relevance",
     "cap_per_writer",
-    "fuse",
     "fuse_scores",
     "lift_head",
     "neighbour_offsets",
@@ -441,14 +440,6 @@ def cap_per_writer(
     return kept + deferred, frozenset(h.memory_id for h in deferred)
 
 
-def fuse(
-    candidates: Sequence[Candidate], config: RankingConfig = DEFAULT_RANKING
-) -> dict[str, float]:
-    """Step 1 alone: each candidate's fused score from its index scores (no row needed),
-    what recall's first stage orders candidates by (``core.firststage``)."""
-    return _fuse(_dedupe(candidates), config)
-
-
 def _dedupe(candidates: Sequence[Candidate]) -> list[Candidate]:
     # A store may pass the same memory twice (once per index); keep the first.
     seen: dict[str, Candidate] = {}
@@ -499,9 +490,12 @@ def fuse_scores(
     # A memory the vector index did not return is at most as similar as the weakest one it
     # did return; scoring it as that (not as zero) keeps the fusion fair when the index
     # was only read to a limited depth.
+    high = max(vector) if vector else 0.0
     if config.vector_normalization == "max":
-        return _fuse_by_max(ids, lexical_scores, vector_scores, config, best_lexical, vector)
-    normalize_vector = _vector_normalizer(vector, config.vector_normalization)
+        return _fuse_by_max(
+            ids, lexical_scores, vector_scores, config, best_lexical, high, weakest_vector
+        )
+    normalize_vector = _vector_normalizer(high, weakest_vector, config.vector_normalization)
     missing = 0.0
     if weakest_vector is not None:
         missing = vector_weight * normalize_vector(weakest_vector)
@@ -527,7 +521,8 @@ def _fuse_by_max(
     vector_scores: Sequence[float | None],
     config: RankingConfig,
     best_lexical: float,
-    vector: Sequence[float],
+    high: float,
+    weakest: float | None,
 ) -> dict[str, float]:
     """The "max" fusion, term by term in comprehensions (recall's first stage fuses ~950
     scores a recall, and a loop with its branches cost twice as much): each memory's score
@@ -544,11 +539,10 @@ def _fuse_by_max(
         ]
     else:
         lexical_terms = [0.0] * len(ids)
-    if not vector:  # no vector score at all: nothing is added
+    if weakest is None:  # no vector score at all: nothing is added
         return dict(zip(ids, lexical_terms, strict=True))
-    high = max(vector)
     if high > 0:
-        missing = vector_weight * (max(min(vector), 0.0) / high)
+        missing = vector_weight * (max(weakest, 0.0) / high)
         vector_terms = [
             missing if score is None else vector_weight * (max(score, 0.0) / high)
             for score in vector_scores
@@ -559,10 +553,11 @@ def _fuse_by_max(
     return dict(zip(ids, map(operator.add, lexical_terms, vector_terms), strict=True))
 
 
-def _vector_normalizer(scores: Sequence[float], how: str) -> Callable[[float], float]:
-    if not scores:
+def _vector_normalizer(high: float, low: float | None, how: str) -> Callable[[float], float]:
+    """The vector score's normaliser given the best and weakest cosine found (``low`` is
+    None when the vector index found nothing)."""
+    if low is None:
         return lambda value: 0.0
-    high, low = max(scores), min(scores)
     if how == "max":
         return lambda value: max(value, 0.0) / high if high > 0 else 0.0
     span = high - low

@@ -148,6 +148,10 @@ class CheckedStore:
         """As the backend."""
         return self.raw.vector_model()
 
+    def erasure_epoch(self) -> int:
+        """As the backend."""
+        return self.raw.erasure_epoch()
+
     def set_vector_model(self, name: str, dimension: int) -> None:
         """As the backend."""
         self.raw.set_vector_model(name, dimension)

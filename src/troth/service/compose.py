@@ -19,7 +19,9 @@
 Nothing below the facade imports the facade, and no use case imports another's module
 except the ones it is built from. Erasure participants — features that keep a copy of a
 memory's text — are registered on the ledger here (:data:`ERASERS`), so a redaction reaches
-each of them without the write path importing any.
+each of them without the write path importing any. Keepers of memories' words outside the
+store (recall's word caches) listen for committed erasures the same way
+(:data:`ERASURE_LISTENERS`): the ledger announces, and imports no recall module.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from troth.service.checked import CheckedStore
 from troth.service.checkpoints import Checkpoints, erase_copies
 from troth.service.exports import Exports
 from troth.service.integrity import Integrity
-from troth.service.ledger import Eraser, Ledger
+from troth.service.interaction import forget_words
+from troth.service.ledger import Eraser, ErasureListener, Ledger
 from troth.service.migration import Migration
 from troth.service.portability import Portability
 from troth.service.readcheck import ReadCheck
@@ -57,6 +60,10 @@ if TYPE_CHECKING:
 #: Every keeper of copies of a memory's text, called when its creating entry is erased:
 #: checkpoints copy stable facts into their events and quote them in stored replies.
 ERASERS: Final[tuple[Eraser, ...]] = (erase_copies,)
+
+#: Every cache of memories' words outside the store, told once an erasure has committed:
+#: recall's word vectors (``service.interaction``), which empty.
+ERASURE_LISTENERS: Final[tuple[ErasureListener, ...]] = (forget_words,)
 
 
 class Services:
@@ -81,7 +88,12 @@ class Services:
         self.parties = Parties(CheckedStore(store, self.check), principal)
         self.vectors = Vectors(store, embedder)
         self.ledger = Ledger(
-            store, clock=clock, vectors=self.vectors, erasers=ERASERS, check=self.check
+            store,
+            clock=clock,
+            vectors=self.vectors,
+            erasers=ERASERS,
+            check=self.check,
+            on_erasure=ERASURE_LISTENERS,
         )
         self.admission = Admission(policy, self.parties, self.vectors, clock)
         self.writes = Writes(self.parties, self.admission, self.ledger, self.vectors)

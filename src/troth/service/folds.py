@@ -41,13 +41,16 @@ from troth.core.records import MemoryRecord
 from troth.service.witness import replace_file
 from troth.storage.base import Tip
 
-__all__ = ["Fold", "FoldFiles", "SavedFold", "digest", "id_key", "pack", "unpack"]
+__all__ = ["HELD_MAX", "Fold", "FoldFiles", "SavedFold", "digest", "id_key", "pack", "unpack"]
 
 _FIELDS: Final = attrgetter(*(f.name for f in fields(MemoryRecord)))
 _MAGIC: Final = b"troth-fold/3\n"  # 3: digests of packed records (2: of their repr)
 _MAC_LABEL: Final = b"troth read-check saved fold\n"
 _MAC_SIZE: Final = 32
 _DIGEST: Final = 16
+HELD_MAX: Final = 4096
+"""How many served memories a :class:`SavedFold` keeps packed (~1 KB each) to compare a
+memory served again without hashing it (``SavedFold.holds``)."""
 
 
 def digest(memory: MemoryRecord) -> bytes:
@@ -79,7 +82,10 @@ class SavedFold:
     digests: npt.NDArray[np.uint8]
     marks: npt.NDArray[np.uint16]
     # Each memory :meth:`holds` found as the fold has it, packed, by id: served again, it
-    # is compared with that record (as a whole fold's memories are) instead of hashed again.
+    # is compared with that record (as a whole fold's memories are) instead of looked up
+    # and hashed again (6.7 against 19.1 µs of CPU a served memory, 100k keys). At most
+    # HELD_MAX of them, the oldest dropped first: a long-running server serving every
+    # memory of a large owner would otherwise keep a second copy of the fold.
     _held: dict[str, bytes] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def find(self, memory_id: str) -> tuple[bytes, int] | None:
@@ -99,7 +105,10 @@ class SavedFold:
         found = self.find(memory.id)
         if found is None or found[0] != digest(memory):
             return False
-        self._held[memory.id] = pack(memory)
+        held_now = self._held
+        if len(held_now) >= HELD_MAX:
+            del held_now[next(iter(held_now))]
+        held_now[memory.id] = pack(memory)
         return True
 
     @classmethod

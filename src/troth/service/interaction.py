@@ -25,6 +25,7 @@ docs/retrieval.md ("Late interaction") has the measurements.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -74,8 +75,11 @@ class WordVectors:
     words, so a refill costs one batch). Safe to share between threads.
 
     The words are memories' words, so the cache is a copy of their text: :meth:`forget`
-    empties it when an erasure commits (:func:`forget_words`), and a recall that read its
-    texts before then keeps nothing it computes (:meth:`reading` pins the epoch).
+    empties it when an erasure commits in this process (:func:`forget_words`), and a recall
+    that read its texts before then keeps nothing it computes (:meth:`reading` pins the
+    epoch). An erasure another process commits moves the store's erasure epoch
+    (``Store.erasure_epoch``); a recall hands :meth:`reading` the number it read, and a
+    cache that last saw another number from that store empties first.
     """
 
     def __init__(self, embedder: Embedder, *, max_words: int = 50_000) -> None:
@@ -85,6 +89,9 @@ class WordVectors:
         self._vectors: dict[str, FloatMatrix] = {}
         self._epoch = 0
         self._lock = threading.Lock()
+        # The erasure epoch each store read through this cache was last seen at (weakly:
+        # a closed store's entry goes with it).
+        self._seen: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
 
     def __len__(self) -> int:
         """How many words are cached."""
@@ -100,8 +107,19 @@ class WordVectors:
             self._vectors = {}
             self._epoch += 1
 
-    def reading(self) -> WordReading:
-        """This cache as a recall about to read memory texts sees it (see :meth:`forget`)."""
+    def reading(self, store: object | None = None, erasures: int | None = None) -> WordReading:
+        """This cache as a recall about to read memory texts sees it (see :meth:`forget`).
+
+        ``store`` and ``erasures``, its erasure epoch read before any text: if the cache
+        last saw another epoch of that store (or never saw the store), an erasure may have
+        committed elsewhere since, and every word it holds is dropped first."""
+        if store is not None and erasures is not None:
+            with self._lock:
+                if self._seen.get(store) != erasures:
+                    # Even when empty: a recall pinned before must not keep its words now.
+                    self._seen[store] = erasures
+                    self._vectors = {}
+                    self._epoch += 1
         return WordReading(self, self._epoch)
 
     def matrix(self, words: Sequence[str], *, epoch: int | None = None) -> FloatMatrix:
@@ -142,13 +160,18 @@ class WordReading:
         return self.cache.matrix(words, epoch=self.epoch)
 
 
-_SHARED: dict[tuple[str, int, int], WordVectors] = {}
+# One cache per model, by its identity: the embedder's class, name and dimension. The name
+# is "a stable identifier of the model" (``Embedder.name``; the store keeps it beside the
+# vectors to detect a change), so two embedders alike embed a word alike and share one
+# cache. Keyed so, not by ``id(embedder)``, an embedder made per facade (or per test) adds
+# no cache that is never released, and no dead object's id can be taken by another's.
+_SHARED: dict[tuple[type, str, int], WordVectors] = {}
 _SHARED_LOCK = threading.Lock()
 
 
 def word_vectors(embedder: Embedder) -> WordVectors:
-    """The process-wide :class:`WordVectors` of ``embedder`` (one per embedder object)."""
-    key = (embedder.name, embedder.dim, id(embedder))
+    """The process-wide :class:`WordVectors` of ``embedder``'s model (one per model)."""
+    key = (type(embedder), embedder.name, embedder.dim)
     with _SHARED_LOCK:
         found = _SHARED.get(key)
         if found is None:

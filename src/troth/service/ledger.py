@@ -10,7 +10,9 @@ Erasure participants: a feature that keeps a copy of a memory's text (a checkpoi
 facts and stored replies, for one) registers an :data:`Eraser` when the facade is
 composed (``service/compose.py``). A redaction calls every registered eraser in the
 transaction that erases the creating entry, so the write path reaches every keeper of a
-text without importing any of them.
+text without importing any of them. A cache that keeps memories' words outside the store
+(recall's word vectors) registers an :data:`ErasureListener`, told once an erasure (or a
+forget) has committed: the ledger announces it, and imports none of its listeners.
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ from troth.core.events import (
 from troth.core.records import MemoryRecord
 from troth.service.base import Clock, Parties
 from troth.service.drafts import CreationPlan, WriteResult
-from troth.service.interaction import forget_words
 from troth.service.provenance import inherit
 from troth.service.readcheck import ReadCheck
 from troth.service.recall import memory_text
@@ -57,6 +58,10 @@ _T = TypeVar("_T")
 Eraser = Callable[[Transaction, str, str], None]
 """An erasure participant: called with (the open transaction, the memory id, its text)
 once the memory's creating entry is erased, to erase every copy of the text it keeps."""
+
+ErasureListener = Callable[[], None]
+"""Told once a write that erased a text or forgot a memory has ended (after its commit; a
+failed one too, which costs a listener only a refill): a cache of memories' words empties."""
 
 # What the content of a lifecycle entry says it did; forget and redact write a tombstone.
 _MARKERS = {"approve": "approved", "reject": "rejected", "hide": "hidden", "expire": "expired"}
@@ -74,7 +79,7 @@ class _ThreadWrites(threading.local):
     depth = 0
     erased = False
     nested = False  # a write ran inside another: the read check is not fed (see ``writing``)
-    tombstoned = False  # a memory was forgotten or its text erased: recall's word cache empties
+    tombstoned = False  # a memory was forgotten or its text erased: the listeners are told
 
     def __init__(self) -> None:
         self.starts: dict[str, tuple[Tip, dict[str, MemoryRecord]]] = {}
@@ -91,12 +96,14 @@ class Ledger:
         vectors: Vectors,
         erasers: Sequence[Eraser] = (),
         check: ReadCheck | None = None,
+        on_erasure: Sequence[ErasureListener] = (),
     ) -> None:
         self.store = store
         self.check = check
         self.clock = clock
         self.vectors = vectors
         self._erasers: list[Eraser] = list(erasers)
+        self._on_erasure: list[ErasureListener] = list(on_erasure)
         self._verified: dict[str, Tip] = {}
         self._verified_lock = threading.Lock()
         self._writers: dict[str, int] = {}  # owner -> writes in flight in this process
@@ -115,6 +122,26 @@ class Ledger:
     def erasers(self) -> tuple[Eraser, ...]:
         """The registered erasure participants, in registration order."""
         return tuple(self._erasers)
+
+    def add_erasure_listener(self, listener: ErasureListener) -> None:
+        """Register a keeper of memories' words outside the store; erasures will reach it."""
+        self._on_erasure.append(listener)
+
+    def erasing(self, tx: Transaction) -> None:
+        """Note that ``tx`` erases a text or forgets a memory. The store's erasure epoch
+        moves in it (every process's word caches see it at their next recall), and once
+        this thread's write ends the erasure listeners here are told at once
+        (:meth:`erasure_committed`). The one place that decides what counts as an erasure
+        for the caches of memories' words."""
+        tx.note_erasure()
+        if self._thread.depth:
+            self._thread.tombstoned = True
+
+    def erasure_committed(self) -> None:
+        """Tell every erasure listener that an erasure has committed (a write outside
+        :meth:`writing` that erased, a restore's, calls it once it commits)."""
+        for listener in self._on_erasure:
+            listener()
 
     # -- the verified tip ---------------------------------------------------------------
 
@@ -262,7 +289,7 @@ class Ledger:
                 # Recall's word cache holds memories' words: a forgotten or erased memory's
                 # leave it (it refills in one batch a recall; docs/retrieval.md).
                 thread.tombstoned = False
-                forget_words()
+                self.erasure_committed()
         if fed and self.check is not None:
             # What the write made is what the chain makes: the read check takes it as it is
             # instead of reading and folding the rows again (ReadCheck.wrote).
@@ -421,7 +448,7 @@ class Ledger:
             self.erase_creation(tx, memory)
         reserved: tuple[str, ...] = ()
         if kind in _TOMBSTONES:
-            self._thread.tombstoned = True
+            self.erasing(tx)
             content = tombstone_content(texts["note"])
             reserved = (TOMBSTONE_TAG, TARGET_PREFIX + memory.entry_hash)
         else:
@@ -451,7 +478,8 @@ class Ledger:
         content = creation.entry.content
         # Older rows change: the read check does not take this write as it is (``wrote``);
         # the next read verifies and folds the owner's chain afresh.
-        self._thread.erased = self._thread.tombstoned = True
+        self._thread.erased = True
+        self.erasing(tx)
         if foreign:
             # A plain personaxis entry: its own line is all the history it has here.
             self._erase_row(tx, creation)

@@ -221,10 +221,11 @@ def recall(
         include_sensitive=query.include_sensitive,
     )
     limits = candidate_limits(query.limit)
-    # Pinned before any text is read: words of a text erased meanwhile are not kept.
+    # Pinned before any text is read: words of a text erased meanwhile are not kept, and
+    # a cache that saw another erasure epoch (another process erased since) empties first.
     vectors = None
     if embedder is not None and query.interaction:
-        vectors = word_vectors(embedder).reading()
+        vectors = word_vectors(embedder).reading(store, store.erasure_epoch())
     terms = lexical_terms(text) if "lexical" in query.indexes else ()
     vector = None
     if embedder is not None and "vector" in query.indexes:

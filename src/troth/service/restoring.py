@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from troth.core import lifecycle
 from troth.core.errors import ConflictError
 from troth.service.base import Parties
-from troth.service.interaction import forget_words
 from troth.service.ledger import Ledger
 from troth.service.proofs import VerifiedCopy
 from troth.service.vectors import Vectors
@@ -72,6 +71,7 @@ class Restorer:
                     )
                 if theirs.entry.redacted and not mine.entry.redacted:
                     tx.erase(index, theirs.entry, theirs.texts)
+                    self.ledger.erasing(tx)
                     out.erased += 1
             for record in rows[len(held) :]:
                 tx.append(record.entry, record.meta, record.texts)
@@ -89,5 +89,5 @@ class Restorer:
             self.ledger.trust(owner, tip)
             self.vectors.refresh(owner)
         if out.erased:  # as the ledger does after an erasure of its own (Ledger.writing)
-            forget_words()
+            self.ledger.erasure_committed()
         return out

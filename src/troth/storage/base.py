@@ -145,6 +145,12 @@ class Transaction(Protocol):
         """The sanctioned rewrite of a row: its redacted entry and erased texts."""
         ...
 
+    def note_erasure(self) -> None:
+        """Move the store's erasure epoch in this transaction (once, however often asked):
+        it erases a text or forgets a memory. It commits or rolls back with the erasure,
+        and every process's caches of memories' words see it (:meth:`Store.erasure_epoch`)."""
+        ...
+
     def rewrite(self, seq: int, entry: Entry) -> None:
         """Replace a row's entry (re-anchoring a legacy chain); moves the head with the last row."""
         ...
@@ -287,6 +293,12 @@ class Store(Protocol):
 
     def vector_model(self) -> tuple[str, int] | None:
         """The embedding model (name, dimension) the stored vectors were made with."""
+        ...
+
+    def erasure_epoch(self) -> int:
+        """How many transactions that erased a text or forgot a memory have committed, by
+        any process (:meth:`Transaction.note_erasure`): a keeper of memories' words outside
+        the store that saw another number empties before it serves them again."""
         ...
 
     def set_vector_model(self, name: str, dimension: int) -> None:

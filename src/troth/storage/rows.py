@@ -105,7 +105,7 @@ def recall_fields(document: Mapping[str, Any]) -> list[Any]:
     and the writer of its origin."""
     fields = [document["id"], document["seq"], document["updated_at"]]
     fields += [_at(document, path) for _name, path, _type in RECALL_FIELDS]
-    return [*fields, document.get("origin") or document["actor"]]
+    return [*fields, memory_from_dict(document).writer]
 
 
 def memory_from_doc(doc: str) -> MemoryRecord:
@@ -118,12 +118,23 @@ def fts_body(memory: MemoryRecord) -> str:
     return " ".join(part for part in (memory.title, memory.content, " ".join(memory.tags)) if part)
 
 
+LENDING: tuple[tuple[str, str | bool], ...] = (
+    ("status", "active"),
+    ("retrievable", True),
+    ("sensitivity", "normal"),
+)
+"""What a memory must be for its words to stand in its neighbours' full-text context, and
+for it to get theirs, as (field, value) pairs: active, retrievable and not sensitive. A
+hidden, archived, pending or forgotten memory lends nothing (recall would not return it,
+so its words must not find another), nor a sensitive one (its words must not make a normal
+neighbour findable by them). The one definition: :func:`lends_context` reads it of a
+memory, ``storage.sql.lends_context_sql`` writes it as each store's SQL (the columns have
+the fields' names)."""
+
+
 def lends_context(memory: MemoryRecord) -> bool:
-    """Whether a memory's words may stand in its neighbours' full-text context, and it get
-    theirs: active, retrievable and not sensitive. A hidden, archived, pending or forgotten
-    memory lends nothing (recall would not return it, so its words must not find another),
-    nor a sensitive one (its words must not make a normal neighbour findable by them)."""
-    return memory.status == "active" and memory.retrievable and memory.sensitivity == "normal"
+    """Whether a memory may lend its neighbours words (and take theirs): :data:`LENDING`."""
+    return all(getattr(memory, name) == value for name, value in LENDING)
 
 
 def context_key(memory: MemoryRecord) -> tuple[str, str, str, str] | None:

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from troth.core.access import TokenRecord
 from troth.core.chain import Entry, sha256_hex
@@ -505,6 +505,40 @@ def migrations(backend: str) -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
+# -- context expansion ---------------------------------------------------------------------
+
+
+def lends_context_sql(prefix: str, true: str, *, unindexed: Iterable[str] = ()) -> str:
+    """:data:`rows.LENDING` as a WHERE condition on the columns of ``prefix`` (a table
+    alias with its dot, or ``""``): what ``rows.lends_context`` says of a memory, said of
+    its row. ``true`` follows a flag column as in :class:`Filters` (SQLite ``" = 1"``).
+    A column in ``unindexed`` is tested as ``(…) IS TRUE``, an expression no index holds,
+    so the planner does not choose an index by it (``storage.postgres.context``)."""
+    hidden = set(unindexed)
+    terms = []
+    for column, value in rows.LENDING:
+        name = prefix + column
+        term = f"{name}{true}" if value is True else f"{name} = '{value}'"
+        terms.append(f"({term}) IS TRUE" if column in hidden else term)
+    return " AND ".join(terms)
+
+
+# -- the erasure epoch --------------------------------------------------------------------
+
+ERASURE_EPOCH: Final = "erasure_epoch"
+"""The store-wide setting (each store's ``meta_table``) counting the committed transactions
+that erased a text or forgot a memory (migrations sqlite/0009, postgres/0012)."""
+
+
+def move_erasure_epoch(meta_table: str) -> str:
+    """The statement an erasing transaction moves the epoch by: it commits, or rolls back,
+    with the erasure (one statement for both dialects; the value is kept as text)."""
+    return (
+        f"UPDATE {meta_table} SET value = CAST(CAST(value AS BIGINT) + 1 AS TEXT)"
+        f" WHERE key = '{ERASURE_EPOCH}'"
+    )
+
+
 # -- the reads both stores answer alike ---------------------------------------------------
 
 
@@ -534,12 +568,14 @@ class SQLReads:
             f"SELECT key, value FROM {cls.meta_table}"
             " WHERE key IN ('embedding_model', 'embedding_dim')"
         )
+        cls._epoch_sql = f"SELECT value FROM {cls.meta_table} WHERE key = '{ERASURE_EPOCH}'"
 
     _tip_sql: str
     _records_sql: str
     _doc_sql: str
     _locate_sql: str
     _model_sql: str
+    _epoch_sql: str
     _tokens: TokenStatements
     _erasures: Finisher  # each store's own ``_finish_erasures``, tried until it is done
 
@@ -598,6 +634,12 @@ class SQLReads:
         snapshots; True when none is left (else a background thread goes on while the
         store is open)."""
         return self._erasures.finish(wait)
+
+    def erasure_epoch(self) -> int:
+        """How many transactions that erased a text or forgot a memory have committed, in
+        any process (one primary-key read of the store's settings)."""
+        row = self._connection().execute(self._epoch_sql).fetchone()
+        return int(row[0]) if row else 0
 
     def vector_model(self) -> tuple[str, int] | None:
         """The embedding model (name, dimension) the stored vectors were made with, if any."""

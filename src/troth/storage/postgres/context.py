@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from typing import Final
 
-_LENDS = "{p}status = 'active' AND {p}retrievable AND {p}sensitivity = 'normal'"
+from troth.storage.sql import lends_context_sql
+
+_LENDS = lends_context_sql("m.", "")  # rows.lends_context, as this store's SQL
 # A neighbour's status is tested as an expression no index holds: with it as a plain
 # equality the planner walks ``memories_owner`` (owner, status, seq) backwards, filtering
 # on the session, which for a conversation's first memory reads every earlier row of the
 # owner (a batch of 1,000 took 20-27 s at 3,000 memories); without it only
 # ``memories_session`` gives the rows in seq order.
-_NEIGHBOUR_LENDS = "(n.status = 'active') IS TRUE AND n.retrievable AND n.sensitivity = 'normal'"
+_NEIGHBOUR_LENDS = lends_context_sql("n.", "", unindexed=("status",))
 _SAME = (
     "n.owner = {t}.owner AND (n.recall::jsonb ->> 7) = {s} AND n.partition = {t}.partition"
     " AND n.scope = {t}.scope AND " + _NEIGHBOUR_LENDS
@@ -55,7 +57,7 @@ NEAR: Final = (
 
 _CONTEXT = (
     "CASE WHEN (m.recall::jsonb ->> 7) IS NOT NULL AND "
-    + _LENDS.format(p="m.")
+    + _LENDS
     + " THEN setweight(coalesce("
     + _beside("ts_filter(n.body, '{a}')", "m", "(m.recall::jsonb ->> 7)", "<")
     + ", '') || coalesce("
@@ -64,7 +66,10 @@ _CONTEXT = (
 )
 
 ALL: Final = f"UPDATE memories m SET body = ts_filter(m.body, '{{a}}') || {_CONTEXT}"
-"""Every row's context (the migration's back-fill; ``troth rebuild``)."""
+"""Every row's context (the migration's back-fill)."""
+
+OWNER: Final = f"{ALL} WHERE m.owner = %s"
+"""Every row's context of one owner (``replace_projection``: ``troth rebuild``)."""
 
 REFRESH: Final = f"{ALL} WHERE m.owner = %s AND m.id IN ({NEAR})"
 """Rewrite the context of these memories and of their neighbours (owner, owner, ids)."""

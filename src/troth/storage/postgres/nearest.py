@@ -11,7 +11,9 @@ not the sum. Each search is its own statement, as when they ran one after the ot
 the hits are the same. Inside a write or a snapshot (the thread's connection holds a
 transaction) both run on that connection, in its view.
 
-A failed vector search is a ``StorageError`` saying what to do (:func:`vector_error`);
+A failed vector search is a ``StorageError`` saying what to do (:func:`vector_error`); a
+failed lexical search, run inside the same block, is labelled as the full-text search's
+(tests/storage/test_postgres_search_errors.py);
 a lent connection the server ended while it sat idle is replaced and the search sent
 once more, since a search changes nothing.
 """
@@ -220,6 +222,9 @@ class RecallSearches:
                     # the lexical answer. Leaving the block syncs the pipeline: its one wait.
                     with _pipelined(side, statement, arguments, limits.vector) as found:
                         if words is None:
+                            # Its failure is its own: ``search.lexical`` (or, for a lost
+                            # connection, the store's cursor) raises a StorageError naming
+                            # the full-text search, which the handler below never takes.
                             words = search.lexical(db, owner, terms, limits.lexical, query)
                     return Candidates(words, _hits(found.fetchall()))
                 except psycopg.Error as exc:

@@ -307,7 +307,7 @@ class PostgresStore(sql.SQLReads):
             if rows:
                 with db.cursor() as cursor:
                     cursor.executemany(UPSERT_MEMORY, rows)
-                db.execute(context.ALL + " WHERE m.owner = %s", (owner,))
+                db.execute(context.OWNER, (owner,))
 
     # -- reads -----------------------------------------------------------------------------
 

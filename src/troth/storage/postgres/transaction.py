@@ -28,6 +28,7 @@ from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.rows import fts_body, memory_docs, memory_from_doc
 
 DIALECT = sql.Dialect("%s", list, list)
+_MOVE_EPOCH = sql.move_erasure_epoch("store_meta")
 """PostgreSQL's spelling: ``%s`` placeholders; a list of strings as an array or JSON
 array, which psycopg reads back as a list."""
 _RECORDS = DIALECT.sql(sql.SELECT_RECORDS)
@@ -163,6 +164,7 @@ class PostgresTransaction:
         # and those of them that had a row before (their old neighbours are found first).
         self._context: dict[str, bool] = {}
         self.erased = False
+        self._epoch_moved = False
 
     @property
     def owner(self) -> str:
@@ -297,6 +299,14 @@ class PostgresTransaction:
         if not self.erased:
             self._db.execute("INSERT INTO pending_erasures (owner) VALUES (%s)", (self._owner,))
         self.erased = True
+
+    def note_erasure(self) -> None:
+        if not self._epoch_moved:
+            # The epoch's row stays locked until this transaction ends: two owners'
+            # erasures commit one after the other (they are rare, and short).
+            self.hold()
+            self._db.execute(_MOVE_EPOCH)
+            self._epoch_moved = True
 
     def rewrite(self, seq: int, entry: Entry) -> None:
         self.flush()

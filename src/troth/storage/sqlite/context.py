@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from troth.core.records import MemoryRecord
 from troth.storage.rows import context_key, fts_body, lends_context, memory_from_doc
+from troth.storage.sql import lends_context_sql
 
 CONTEXT_WEIGHT: Final = 0.2
 """The ``context`` column's bm25 weight beside ``body``'s 1.0 (tuned on split A of the dev
@@ -32,15 +33,15 @@ file and checked held out on split B: docs/retrieval.md)."""
 SESSION: Final = "json_extract(recall, '$[7]')"
 """A row's session as the ``memories_session`` index (migration 0007) holds it."""
 
+_LENDS = lends_context_sql("", " = 1")  # rows.lends_context, as this store's SQL
 _NEIGHBOUR = (
     "SELECT rid, doc, seq FROM memories WHERE owner = ? AND " + SESSION + " = ?"
-    " AND seq {op} ? AND status = 'active' AND retrievable = 1 AND sensitivity = 'normal'"
-    " AND partition = ? AND scope = ? AND rid <> ? ORDER BY seq {order} LIMIT 1"
+    " AND seq {op} ? AND " + _LENDS + " AND partition = ? AND scope = ? AND rid <> ?"
+    " ORDER BY seq {order} LIMIT 1"
 )
 _RANGE = (
     "SELECT rid, doc, seq FROM memories WHERE owner = ? AND " + SESSION + " = ?"
-    " AND seq BETWEEN ? AND ? AND status = 'active' AND retrievable = 1"
-    " AND sensitivity = 'normal' AND partition = ? AND scope = ? ORDER BY seq"
+    " AND seq BETWEEN ? AND ? AND " + _LENDS + " AND partition = ? AND scope = ? ORDER BY seq"
 )
 _BEFORE = _NEIGHBOUR.format(op="<", order="DESC")
 _AFTER = _NEIGHBOUR.format(op=">", order="ASC")

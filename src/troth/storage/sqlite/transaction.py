@@ -30,6 +30,7 @@ DIALECT = sql.Dialect(
 """SQLite's spelling: ``?`` placeholders; a list of strings kept as JSON text."""
 
 _NAMING = sql.SELECT_RECORDS_NAMING.format(contains="instr(meta, ?) > 0")
+_MOVE_EPOCH = sql.move_erasure_epoch("meta")
 _DROP_REPLIES = "DELETE FROM checkpoint_replies WHERE owner = ? AND instr(response, ?) > 0"
 _MOVE_HEAD = (
     "INSERT INTO heads (owner, length, head) VALUES (?,?,?) ON CONFLICT (owner) DO UPDATE"
@@ -56,6 +57,7 @@ class SQLiteTransaction:
         self._dimension = dimension
         self._tip: Tip | None = None
         self.erased = False
+        self._epoch_moved = False
         # (rid, vector or None for a deletion), applied to the vector cache after commit.
         self.vector_changes: list[tuple[int, Any]] = []
         # The full-text rows its puts owe, written before it commits (``store.write``).
@@ -122,6 +124,11 @@ class SQLiteTransaction:
                 (FTS_MERGE_OWED,),
             )
         self.erased = True
+
+    def note_erasure(self) -> None:
+        if not self._epoch_moved:
+            self._db.execute(_MOVE_EPOCH)
+            self._epoch_moved = True
 
     def rewrite(self, seq: int, entry: Entry) -> None:
         self._db.execute(sql.REWRITE_ROW, sql.rewrite_values(self._owner, seq, entry, DIALECT))
