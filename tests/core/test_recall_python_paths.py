@@ -30,7 +30,6 @@ from troth.core.ranking import (
     RankedHit,
     RankingConfig,
     assess_relevance,
-    fuse,
     fuse_scores,
     lift_head,
     neighbour_offsets,
@@ -97,7 +96,11 @@ def test_the_first_stage_chooses_as_the_loop_did(seed: int) -> None:
 
 def reference_neighbour_lift(candidates: Sequence[Candidate]) -> dict[str, float]:
     """main's neighbour step: the strongest fused score at seq ± 1, ± 2 in the session."""
-    base = fuse(candidates)
+    base = fuse_scores(
+        [c.memory_id for c in candidates],
+        [c.lexical_score for c in candidates],
+        [c.vector_score for c in candidates],
+    )
     by_position: dict[tuple[str, int], float] = {}
     for c in candidates:
         if c.session is not None and c.seq is not None:
