@@ -98,7 +98,10 @@ class Corpus:
         """Random words, Zipf-distributed."""
         n = int(self.random.integers(low, high))
         picks = np.searchsorted(self.cumulative, self.random.random(n))
-        return [self.words[min(int(i), len(self.words) - 1)] for i in picks]
+        # Clipped and listed in numpy: the generator runs inside the timed ingest, and a
+        # Python min() per word was a twentieth of an ingested memory's cost.
+        words = self.words
+        return [words[i] for i in np.minimum(picks, len(words) - 1).tolist()]
 
     def items(self, count: int) -> Iterator[dict[str, Any]]:
         """``count`` memory items for ``remember_many``."""
