@@ -106,10 +106,10 @@ def scope(value: object) -> Scope:
     """A Scope or its text form (``global``, ``project:ID``, ``conversation:ID``)."""
     if isinstance(value, Scope):
         return value
-    if value == "global":  # the default of every write: one shared (frozen) value
-        return GLOBAL_SCOPE
     if not isinstance(value, str):
         raise InvalidInputError("scope must be text like global, project:ID or conversation:ID")
+    if value == "global":  # the default of every write: one shared (frozen) value
+        return GLOBAL_SCOPE
     parsed = Scope.parse(value)
     if parsed.scope_id == ERASED_SCOPE_ID:
         raise InvalidInputError(
@@ -123,7 +123,7 @@ def ttl(value: object) -> TTL:
     """A TTL or its text form (``never``, ``expires_at:2027-01-01T00:00:00Z``, ``decay:30``)."""
     if isinstance(value, TTL):
         return value
-    if value == "never":  # the default of every write: one shared (frozen) value
+    if isinstance(value, str) and value == "never":  # every write's default: one shared value
         return NEVER_TTL
     if isinstance(value, Mapping):
         try:
