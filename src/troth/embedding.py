@@ -114,11 +114,22 @@ class StaticEmbedder:
             raise TypeError("embed() takes a sequence of texts, not one str")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         unknown = self._tokenizer.unknown_id
+        encode, limit = self._tokenizer.encode, self._max_tokens
+        # One gather and one sum per token count instead of a numpy mean per text (~20 µs
+        # of numpy overhead each, a tenth of an ingested memory's cost). Summing axis 1 of
+        # (texts, tokens, dim) adds each text's token rows in order, as ``mean(axis=0)``
+        # does, and the division is the mean's: the same bits (tests/test_embedding.py).
+        by_count: dict[int, tuple[list[int], list[list[int]]]] = {}
         for row, text in enumerate(texts):
-            ids = self._tokenizer.encode(text)[: self._max_tokens]
-            ids = [i for i in ids if i != unknown]
+            ids = [i for i in encode(text)[:limit] if i != unknown]
             if ids:
-                out[row] = self._matrix[ids].mean(axis=0)
+                rows, lists = by_count.setdefault(len(ids), ([], []))
+                rows.append(row)
+                lists.append(ids)
+        matrix = self._matrix
+        for count, (rows, lists) in by_count.items():
+            sums = np.add.reduce(matrix[np.asarray(lists, dtype=np.intp)], axis=1)
+            out[rows] = sums / np.intp(count)
         return _normalize_rows(out)
 
 

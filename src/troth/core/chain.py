@@ -47,6 +47,8 @@ def format_ts(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise InvalidInputError("timestamps must carry a time zone", value=str(moment))
     # isoformat, not strftime: years before 1000 keep their four digits, and it is faster.
+    if moment.tzinfo is UTC:  # the clock's own (every write): only "+00:00" to replace
+        return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 

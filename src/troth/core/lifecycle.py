@@ -28,6 +28,8 @@ from troth.core.events import Event, Record
 from troth.core.provenance import ENDORSED_FIELD, endorsed, origin_of
 from troth.core.records import (
     ERASED_SCOPE_ID,
+    GLOBAL_SCOPE,
+    NEVER_TTL,
     SYSTEM_PRINCIPAL,
     TTL,
     AuditItem,
@@ -86,6 +88,7 @@ def split_free_text(
 
 
 _GLOBAL: Final[Mapping[str, Any]] = {"level": "global"}
+_NEVER: Final[Mapping[str, Any]] = {"policy": "never"}
 
 
 def _with_texts(event: Event) -> Mapping[str, Any]:
@@ -159,11 +162,11 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         reason=texts.get("reason", REDACTED_MARKER),
         created_at=entry.ts,
         updated_at=entry.ts,
-        scope=Scope(**free.get("scope", _GLOBAL)),
+        scope=_scope(free.get("scope")),
         kind=f.get("kind", "fact"),
         sensitivity=f.get("sensitivity", "normal"),
         topic=f.get("topic", "general"),
-        ttl=TTL(**f.get("ttl", {"policy": "never"})),
+        ttl=_ttl(f.get("ttl")),
         on_behalf_of=event.on_behalf_of,
         session=free.get("session"),
         evidence=free.get("evidence"),
@@ -196,6 +199,20 @@ def _created(event: Event, entry: Entry, seq: int, owner: str) -> MemoryRecord:
         entry_hash=entry.hash,
         seq=seq,
     )
+
+
+def _scope(document: Mapping[str, Any] | None) -> Scope:
+    # Most memories are global and kept until forgotten: one shared frozen value each,
+    # equal to the one built from the document, without building and checking it again.
+    if document is None or document == _GLOBAL:
+        return GLOBAL_SCOPE
+    return Scope(**document)
+
+
+def _ttl(document: Mapping[str, Any] | None) -> TTL:
+    if document is None or document == _NEVER:
+        return NEVER_TTL
+    return TTL(**document)
 
 
 def _step(memory: MemoryRecord, entry: Entry, event: Event, **changes: Any) -> MemoryRecord:

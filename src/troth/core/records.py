@@ -179,6 +179,12 @@ class TTL:
         return out
 
 
+GLOBAL_SCOPE: Final = Scope()
+"""The global scope: frozen, so every memory of it may share this one value."""
+NEVER_TTL: Final = TTL()
+"""Kept until forgotten: frozen, so every memory kept so may share this one value."""
+
+
 @dataclass(frozen=True, slots=True)
 class Relation:
     """A typed link to another page: ``supersedes``, ``contradicts``, ``refines``, ``about``."""

@@ -122,7 +122,10 @@ class Admission:
                 f" {', '.join(sorted(Draft.__dataclass_fields__))}",
                 field=unknown[0],
             )
-        draft = replace(draft or Draft(), **details) if details else draft or Draft()
+        if draft is None:  # a new draft from the details: one __init__, not two and a replace
+            draft = Draft(**details)
+        elif details:
+            draft = replace(draft, **details)
         body = check.content(text)
         self.policy.check_channel(actor=who, owner=whose, channel=channel)
         decision = self.policy.decide(

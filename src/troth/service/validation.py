@@ -21,8 +21,10 @@ from troth.core.records import (
     CORE_RELATIONS,
     DATE_OR_DATETIME_PATTERN,
     ERASED_SCOPE_ID,
+    GLOBAL_SCOPE,
     ID_PATTERN,
     LIFECYCLES,
+    NEVER_TTL,
     PAGE_TYPES,
     PARTITION_PATTERN,
     PATH_PATTERN,
@@ -106,6 +108,8 @@ def scope(value: object) -> Scope:
         return value
     if not isinstance(value, str):
         raise InvalidInputError("scope must be text like global, project:ID or conversation:ID")
+    if value == "global":  # the default of every write: one shared (frozen) value
+        return GLOBAL_SCOPE
     parsed = Scope.parse(value)
     if parsed.scope_id == ERASED_SCOPE_ID:
         raise InvalidInputError(
@@ -119,6 +123,8 @@ def ttl(value: object) -> TTL:
     """A TTL or its text form (``never``, ``expires_at:2027-01-01T00:00:00Z``, ``decay:30``)."""
     if isinstance(value, TTL):
         return value
+    if isinstance(value, str) and value == "never":  # every write's default: one shared value
+        return NEVER_TTL
     if isinstance(value, Mapping):
         try:
             return TTL(**value)
