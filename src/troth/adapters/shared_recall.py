@@ -67,6 +67,11 @@ class SharedRecalls:
         #: Runs started.
         self.runs = 0
 
+    @property
+    def threads(self) -> int:
+        """How many recall threads this instance has running (for tests)."""
+        return self._threads
+
     async def run(self, key: Hashable, call: Callable[[], _T]) -> _T:
         """``call()`` on a recall thread in its turn, or the answer of an equal queued run."""
         ok, answer = await self._wait(key, call)
