@@ -4,7 +4,7 @@ CPython's collector walks every tracked object in a full (generation 2) collecti
 served process holds ~130,000 of them before its first request: modules, FastAPI's and
 pydantic's models, the MCP SDK, the embedder. None of them is ever garbage, yet every full
 collection walks them all while every thread of the process waits for it (it holds the
-GIL): ~50 ms on a quiet 2-core machine, several hundred under load, many times a minute
+GIL): 195 to 260 ms on the shared 2-core machine at load ~10, and many times a minute
 under `bench.server`'s 32 clients, since each request's objects that outlive two young
 collections count towards the next full one. :func:`settle` moves what is alive at startup
 to the permanent generation (:func:`gc.freeze`), which no collection walks; what requests
