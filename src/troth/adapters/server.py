@@ -36,6 +36,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from troth.adapters import heap
 from troth.adapters.http import authenticated, create_api, error_response
 from troth.adapters.http_gate import gate_router
 from troth.adapters.http_ledger import ledger_router
@@ -245,6 +246,9 @@ class ServerOptions:
     #: this server's origin).
     oauth_issuer: str | None = None
     sweep_every: float | None = None
+    #: Freeze the startup heap out of the collector's walks once the application has
+    #: started (``adapters.heap``): ``troth serve`` does; in-process test clients do not.
+    settle_heap: bool = False
 
     def hosts(self) -> tuple[str, ...] | None:
         """The Host allow-list: loopback names when bound to loopback, else as configured."""
@@ -279,6 +283,9 @@ def create_app(memory: Memory, tokens: Tokens, options: ServerOptions | None = N
         async with mcp.session_manager.run():
             if sweeper is not None:
                 await anyio.to_thread.run_sync(sweeper.start)
+            if options.settle_heap:
+                # Everything the process keeps is built by now (uvicorn's protocols too).
+                heap.settle()
             try:
                 yield
             finally:
@@ -408,7 +415,11 @@ def serve(
         f"{'https' if tls else 'http'}://{shown}:{port}"
     )
     options = ServerOptions(
-        host=host, tool_names=tool_names, public_url=public_url, sweep_every=sweep_every
+        host=host,
+        tool_names=tool_names,
+        public_url=public_url,
+        sweep_every=sweep_every,
+        settle_heap=True,
     )
     app = create_app(memory, tokens, options)
     config: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
