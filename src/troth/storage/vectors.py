@@ -1,4 +1,4 @@
-"""An in-process copy of each owner's vectors, for exact cosine search with numpy.
+"""An in-process copy of each owner's vectors, for cosine search with numpy.
 
 sqlite-vec's ``vec0`` is the vector index of the SQLite store: it holds every vector,
 partitioned by owner, and its rows go with the memories (erasure deletes them). Its KNN is
@@ -16,6 +16,13 @@ place (so a remember between two recalls costs no reload). An owner's first vect
 search after a bulk load reads it at once; a copy loaded from the database (a restart)
 reads vec0's chunks into one preallocated matrix (~1.2 s of CPU at a million vectors of
 128 dimensions, docs/benchmarks.md).
+
+The scan is exact below :data:`~troth.storage.signcodes.APPROXIMATE_FROM` live vectors.
+From there the copy also keeps each vector's sign code (``storage.signcodes``), whose
+nearest rows are a shortlist scored exactly from the floats: the cost no longer grows
+like the float scan, and the top 500 found keeps ~90% of the exact one (docs/retrieval.md,
+"The vector stage at scale"). The codes change with the rows they describe, so a deleted
+vector leaves them as it leaves the matrix.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from troth.core.errors import InvalidInputError
+from troth.storage.signcodes import APPROXIMATE_FROM, SignCodes, encode, shortlist_size
 
 __all__ = ["CachedVectors", "VectorCache", "as_vector"]
 
@@ -57,7 +65,8 @@ class CachedVectors:
 
     ``live`` counts the live rows; the rid-to-row map is built on the first change (a
     dict of a million entries costs ~0.3 s, which a copy loaded only to be searched
-    never pays).
+    never pays). ``codes`` are the rows' sign codes, built by the first search that wants
+    them (or from the first row, for a copy started by writes) and changed with the rows.
     """
 
     generation: int
@@ -67,12 +76,19 @@ class CachedVectors:
     alive: npt.NDArray[np.bool_]
     size: int = 0
     live: int = 0
+    codes: SignCodes | None = None
+    changed: set[int] | None = None  # rows written while codes are built (None: no build)
     _position: dict[int, int] | None = None
 
     @property
     def count(self) -> int:
         """How many live vectors the copy holds."""
         return self.live
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the matrix and the codes."""
+        return int(self.matrix.nbytes) + (0 if self.codes is None else self.codes.nbytes)
 
     @property
     def position(self) -> dict[int, int]:
@@ -82,8 +98,8 @@ class CachedVectors:
             self._position = dict(zip(self.rids[rows].tolist(), rows.tolist(), strict=True))
         return self._position
 
-    def put(self, rid: int, vector: Vector) -> None:
-        """Insert or replace the vector of ``rid``."""
+    def put(self, rid: int, vector: Vector, code: npt.NDArray[np.uint64] | None = None) -> None:
+        """Insert or replace the vector of ``rid`` (``code``: its sign code, if known)."""
         position = self.position
         at = position.get(rid)
         if at is None:
@@ -92,6 +108,8 @@ class CachedVectors:
                 self.matrix = np.resize(self.matrix, (grown, self.dimension))
                 self.rids = np.resize(self.rids, grown)
                 self.alive = np.resize(self.alive, grown)
+                if self.codes is not None:
+                    self.codes.resize(grown)
             at = self.size
             self.size += 1
             self.live += 1
@@ -99,6 +117,10 @@ class CachedVectors:
             self.rids[at] = rid
         self.matrix[at] = vector
         self.alive[at] = True
+        if self.codes is not None:
+            self.codes.set(at, vector, code)
+        elif self.changed is not None:
+            self.changed.add(at)
 
     def delete(self, rid: int) -> None:
         """Drop the vector of ``rid`` (its row is zeroed and skipped)."""
@@ -107,21 +129,44 @@ class CachedVectors:
             self.live -= 1
             self.matrix[at] = 0.0
             self.alive[at] = False
+            if self.codes is not None:
+                self.codes.clear(at)
+            elif self.changed is not None:
+                self.changed.add(at)
 
-    def nearest(self, query: Vector, k: int) -> list[tuple[int, float]]:
-        """The ``k`` live rows most similar to ``query``: (rid, cosine), best first."""
+    def nearest(
+        self, query: Vector, k: int, approximate_from: int = APPROXIMATE_FROM
+    ) -> list[tuple[int, float]]:
+        """The ``k`` live rows most similar to ``query``: (rid, cosine), best first.
+
+        Exact below ``approximate_from`` live rows; from there, the exact cosines of the
+        rows whose sign codes are nearest the query's (a shortlist of
+        :func:`~troth.storage.signcodes.shortlist_size` rows).
+        """
         if not self.live or k < 1:
             return []
-        scores = _scores(self.matrix, self.size, query)
-        alive = self.alive[: self.size]
-        if self.live < self.size:
-            scores[~alive] = -np.inf
         k = min(k, self.count)
-        top = np.argpartition(-scores, k - 1)[:k] if k < self.size else np.arange(self.size)
+        alive = self.alive[: self.size]
+        dead = self.live < self.size
+        rows: npt.NDArray[np.intp] | None = None  # the scored rows (None: all of them)
+        if self.live < approximate_from:
+            scores = _scores(self.matrix, self.size, query)
+            if dead:
+                scores[~alive] = -np.inf
+        else:
+            if self.codes is None:
+                self.codes = SignCodes.of(self.matrix, self.size, self.matrix.shape[0])
+            rows = self.codes.shortlist(
+                query, self.size, alive if dead else None, shortlist_size(k, self.live)
+            )
+            scores = _scores(np.take(self.matrix, rows, axis=0), rows.shape[0], query)
+        n = scores.shape[0]
+        top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+        at = top if rows is None else rows[top]
         # Ties break by rid so that results do not depend on insertion order.
-        order = top[np.lexsort((self.rids[top], -scores[top]))]
-        order = order[alive[order]]
-        return list(zip(self.rids[order].tolist(), scores[order].tolist(), strict=True))
+        order = np.lexsort((self.rids[at], -scores[top]))
+        order = order[alive[at[order]]]
+        return list(zip(self.rids[at[order]].tolist(), scores[top[order]].tolist(), strict=True))
 
 
 # Floats per matrix-vector product of the scan: under the size at which OpenBLAS spreads
@@ -158,13 +203,16 @@ def _scores(matrix: Vector, size: int, query: Vector) -> Vector:
 class VectorCache:
     """Per-owner :class:`CachedVectors`, checked against the database's generation.
 
-    ``max_bytes`` bounds the matrices of all owners together (1 GiB by default: two
-    million 128-dimension vectors); loading a copy drops the least recently used others
-    until the total fits.
+    ``max_bytes`` bounds the matrices (and sign codes) of all owners together (1 GiB by
+    default: nearly two million 128-dimension vectors); loading a copy drops the least
+    recently used others until the total fits. ``approximate_from``: the live vectors
+    from which an owner's search scores a sign-code shortlist rather than every row.
     """
 
-    def __init__(self, max_bytes: int = 1 << 30) -> None:
+    def __init__(self, max_bytes: int = 1 << 30, approximate_from: int = APPROXIMATE_FROM) -> None:
         self.max_bytes = max_bytes
+        self.approximate_from = approximate_from
+        self._builds: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._owners: OrderedDict[str, CachedVectors] = OrderedDict()
 
@@ -184,9 +232,51 @@ class VectorCache:
     def nearest(
         self, cached: CachedVectors, query: Vector, k: int
     ) -> tuple[list[tuple[int, float]], int]:
-        """``cached.nearest`` and its count, read while no write of this process changes it."""
+        """``cached.nearest`` and its count, read while no write of this process changes it.
+
+        A copy that wants sign codes and has none (one loaded from the database) is
+        searched exactly while a thread builds them: ~2 s of CPU at a million vectors,
+        which the first search after a restart would otherwise wait for.
+        """
         with self._lock:
-            return cached.nearest(query, k), cached.count
+            threshold = self.approximate_from
+            if cached.live >= threshold and cached.codes is None:
+                if cached.changed is None:
+                    self._build_codes(cached)
+                threshold = cached.live + 1  # exact until the codes are there
+            return cached.nearest(query, k, threshold), cached.count
+
+    def _build_codes(self, cached: CachedVectors) -> None:
+        # Under the lock. The rows written while the codes are computed are noted in
+        # ``changed`` and encoded again before the codes are attached.
+        cached.changed = set()
+        size, matrix = cached.size, cached.matrix
+
+        def build() -> None:
+            codes = None
+            try:
+                codes = SignCodes.of(matrix, size, size)
+            finally:
+                with self._lock:
+                    changed, cached.changed = cached.changed or set(), None
+                    if codes is not None:
+                        codes.resize(cached.matrix.shape[0])
+                        for row in sorted(changed | set(range(size, cached.size))):
+                            if cached.alive[row]:
+                                codes.set(row, cached.matrix[row])
+                            else:
+                                codes.clear(row)
+                        cached.codes = codes
+
+        thread = threading.Thread(target=build, name="troth-sign-codes", daemon=True)
+        self._builds.append(thread)
+        thread.start()
+
+    def join_builds(self, timeout: float | None = None) -> None:
+        """Wait for the sign codes being built (benchmarks and tests compare after them)."""
+        for thread in list(self._builds):
+            thread.join(timeout)
+        self._builds = [t for t in self._builds if t.is_alive()]
 
     def load(
         self, owner: str, generation: int, rows: Sequence[tuple[Any, bytes]], dimension: int
@@ -231,12 +321,12 @@ class VectorCache:
 
     def _fit(self, keep: str) -> None:
         # Oldest first; the copy just loaded or grown stays (``wants`` admitted it alone).
-        total = sum(c.matrix.nbytes for c in self._owners.values())
+        total = sum(c.nbytes for c in self._owners.values())
         for name in list(self._owners):
             if total <= self.max_bytes:
                 break
             if name != keep:
-                total -= self._owners.pop(name).matrix.nbytes
+                total -= self._owners.pop(name).nbytes
 
     def apply(self, owner: str, generation: int, changes: Sequence[tuple[int, Any]]) -> None:
         """Apply this process's committed changes, if the copy was at the generation before."""
@@ -254,11 +344,16 @@ class VectorCache:
             if cached.generation != generation - 1:
                 del self._owners[owner]
                 return
+            # The new vectors' codes in one product rather than one per row.
+            written = [vector for _rid, vector in changes if vector is not None]
+            codes = None if cached.codes is None or not written else encode(np.stack(written))
+            at = 0
             for rid, vector in changes:
                 if vector is None:
                     cached.delete(rid)
                 else:
-                    cached.put(rid, vector)
+                    cached.put(rid, vector, None if codes is None else codes[at])
+                    at += 1
             cached.generation = generation
             if not self.wants(cached.count, cached.dimension):
                 del self._owners[owner]
@@ -277,6 +372,9 @@ class VectorCache:
             matrix=np.zeros((max(1024, len(changes)), dimension), dtype=np.float32),
             rids=np.zeros(max(1024, len(changes)), dtype=np.int64),
             alive=np.zeros(max(1024, len(changes)), dtype=np.bool_),
+            # Kept from the first row on, so that no search of a process that wrote the
+            # owner's vectors waits for them to be built (~0.5 s at a million).
+            codes=SignCodes.of(np.zeros((0, dimension), np.float32), 0, max(1024, len(changes))),
             _position={},
         )
 
