@@ -69,6 +69,7 @@ def corpus_vectors() -> tuple[np.ndarray, np.ndarray]:
     """20,000 memories and 40 questions of the ``bench.scale`` corpus (seeded), embedded
     by the packaged model: the vectors docs/retrieval.md measures the shortlist on."""
     from bench.scale import Corpus
+
     from troth.embedding import StaticEmbedder
 
     corpus = Corpus()
@@ -102,9 +103,10 @@ def test_above_the_threshold_the_neighbours_overlap_the_exact_ones(
         cosines = [float(matrix[by_rid[rid]] @ query) for rid in got]
         assert np.allclose([s for _, s in found], cosines, atol=1e-5)
         assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
-    # docs/retrieval.md: ~0.93 of the exact top 500 at 100k, 0.99 of the top 10.
-    assert float(np.mean(overlaps)) >= 0.9, np.mean(overlaps)
-    assert float(np.mean(tops)) >= 0.97, np.mean(tops)
+    # docs/retrieval.md: ~0.93 of the exact top 500 at 100k, 0.99 of the top 10; here
+    # (a fifth of the rows, the same share shortlisted) 0.905 and 0.98.
+    assert float(np.mean(overlaps)) >= 0.88, np.mean(overlaps)  # 0.905 measured
+    assert float(np.mean(tops)) >= 0.95, np.mean(tops)  # 0.98 measured
 
 
 def test_a_deleted_vector_is_never_returned_by_the_shortlist() -> None:
@@ -167,7 +169,8 @@ def test_a_loaded_copy_is_searched_exactly_while_its_codes_are_built() -> None:
     cached.delete(4)
     cached.put(30_001, matrix[3])
     cache.join_builds()
-    assert cached.codes is not None and cached.changed is None
+    assert cached.codes is not None
+    assert cached.changed is None
     rebuilt = signcodes.SignCodes.of(cached.matrix, cached.size, cached.size)
     assert np.array_equal(cached.codes.codes[: cached.size], rebuilt.codes[: cached.size])
     found = [rid for rid, _ in cache.nearest(cached, query, 100)[0]]
