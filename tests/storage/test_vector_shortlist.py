@@ -174,5 +174,7 @@ def test_a_loaded_copy_is_searched_exactly_while_its_codes_are_built() -> None:
     rebuilt = signcodes.SignCodes.of(cached.matrix, cached.size, cached.size)
     assert np.array_equal(cached.codes.codes[: cached.size], rebuilt.codes[: cached.size])
     found = [rid for rid, _ in cache.nearest(cached, query, 100)[0]]
-    assert found[:2] == [10, 30_001]  # the same vector twice: ties go by rid
+    # The same vector under two rids (their cosines may differ in the last bit: the two
+    # rows fall at different places of the blocked product).
+    assert set(found[:2]) == {10, 30_001}
     assert 4 not in found
