@@ -178,3 +178,21 @@ def test_a_loaded_copy_is_searched_exactly_while_its_codes_are_built() -> None:
     # rows fall at different places of the blocked product).
     assert set(found[:2]) == {10, 30_001}
     assert 4 not in found
+
+
+def test_a_copy_kept_by_writes_gets_its_codes_when_it_crosses_the_threshold() -> None:
+    matrix = _clustered(3000, 64, seed=9)
+    cache = VectorCache(approximate_from=2000)
+    cache.apply("human:a", 1, [(i + 1, matrix[i]) for i in range(1500)])
+    cached = cache.get("human:a", 1)
+    assert cached is not None
+    assert cached.codes is None  # under the threshold: no codes to keep
+    cache.apply("human:a", 2, [(i + 1, matrix[i]) for i in range(1500, 3000)])
+    assert cached.codes is not None  # built at the write, not by a search
+    assert cached.changed is None
+    rebuilt = signcodes.SignCodes.of(cached.matrix, cached.size, cached.size)
+    assert np.array_equal(cached.codes.codes[: cached.size], rebuilt.codes[: cached.size])
+    cache.apply("human:a", 3, [(1, None), (3001, matrix[0])])
+    found = [rid for rid, _ in cache.nearest(cached, matrix[0], 5)[0]]
+    assert found[0] == 3001
+    assert 1 not in found

@@ -65,13 +65,30 @@ def _hyperplanes(dimension: int) -> npt.NDArray[np.float32]:
 
 def encode(vectors: npt.NDArray[np.float32]) -> Codes:
     """The codes of a matrix of vectors (one row each), ``PLANES // 64`` words a row."""
-    rows = np.atleast_2d(vectors)
-    sides = np.empty((rows.shape[0], PLANES), dtype=np.bool_)
-    planes = _hyperplanes(rows.shape[1])
-    # In blocks: the projections of a million rows at once would be a GB of floats.
-    step = 16384
-    for at in range(0, rows.shape[0], step):
-        np.greater(rows[at : at + step] @ planes, 0.0, out=sides[at : at + step])
+    rows = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
+    count, dimension = rows.shape
+    sides = np.empty((count, PLANES), dtype=np.bool_)
+    planes = _hyperplanes(dimension)
+    # One product over many rows would be spread by BLAS over every core, and under load
+    # its threads wait on each other (1,000 rows: 32 ms of wall for 1.7 ms of CPU on the
+    # shared machine); a stack of products of a few rows each runs BLAS's single-threaded
+    # kernel (0.5 ms). Chunks of 16,384 rows: a million rows' projections at once would
+    # be a GB of floats.
+    block = max(1, 131072 // (dimension * PLANES))
+    projected = np.empty((min(count, 16384), PLANES), dtype=np.float32)
+    for at in range(0, count, 16384):
+        chunk = rows[at : at + 16384]
+        out = projected[: chunk.shape[0]]
+        whole = chunk.shape[0] - chunk.shape[0] % block
+        if whole:
+            np.matmul(
+                chunk[:whole].reshape(-1, block, dimension),
+                planes,
+                out=out[:whole].reshape(-1, block, PLANES),
+            )
+        if whole < chunk.shape[0]:
+            np.matmul(chunk[whole:], planes, out=out[whole:])
+        np.greater(out, 0.0, out=sides[at : at + chunk.shape[0]])
     return np.packbits(sides, axis=1).view(np.uint64)
 
 

@@ -65,8 +65,9 @@ class CachedVectors:
 
     ``live`` counts the live rows; the rid-to-row map is built on the first change (a
     dict of a million entries costs ~0.3 s, which a copy loaded only to be searched
-    never pays). ``codes`` are the rows' sign codes, built by the first search that wants
-    them (or from the first row, for a copy started by writes) and changed with the rows.
+    never pays). ``codes`` are the rows' sign codes, built when a copy kept by writes
+    crosses the threshold, or on a thread from the first search that wants them, and
+    changed with the rows.
     """
 
     generation: int
@@ -369,6 +370,13 @@ class VectorCache:
                     cached.put(rid, vector, None if codes is None else codes[at])
                     at += 1
             cached.generation = generation
+            crossed = self.approximate_from <= cached.live < 2 * self.approximate_from
+            if crossed and cached.codes is None and cached.changed is None:
+                # A copy kept by writes just crossed the threshold: its codes cost ~1 us of
+                # CPU a row here, once (~60 ms at 50k), then one product per write, so no
+                # search of the process that wrote them waits. (A larger copy without
+                # codes was loaded: its first search builds them on a thread.)
+                cached.codes = SignCodes.of(cached.matrix, cached.size, cached.matrix.shape[0])
             if not self.wants(cached.count, cached.dimension):
                 del self._owners[owner]
             else:
@@ -386,9 +394,6 @@ class VectorCache:
             matrix=np.zeros((max(1024, len(changes)), dimension), dtype=np.float32),
             rids=np.zeros(max(1024, len(changes)), dtype=np.int64),
             alive=np.zeros(max(1024, len(changes)), dtype=np.bool_),
-            # Kept from the first row on, so that no search of a process that wrote the
-            # owner's vectors waits for them to be built (~0.5 s at a million).
-            codes=SignCodes.of(np.zeros((0, dimension), np.float32), 0, max(1024, len(changes))),
             _position={},
         )
 
