@@ -34,8 +34,8 @@ __all__ = [
 
 PLANES = 256
 """Bits per vector. 256 random hyperplanes keep ~92% of the exact top 500 in a shortlist of
-16 times the limit at 100k (128 bits: ~85%; docs/retrieval.md, "The vector stage at
-scale")."""
+16 times the limit at 100k (128 bits of a random rotation: ~85%; docs/retrieval.md, "The
+vector stage at scale")."""
 
 SHORTLIST_FACTOR = 16
 """The shortlist holds at least this many times the neighbours asked for: at 100k vectors
@@ -47,9 +47,10 @@ the square root of the owner's size past :data:`SHORTLIST_FROM_SIZE` (x50 at a m
 SHORTLIST_FROM_SIZE = 100_000
 
 APPROXIMATE_FROM = 50_000
-"""Owners with fewer live vectors are scanned exactly: there the exact scan costs under
-~2.5 ms, about what the shortlist saves, and results stay exact (a LoCoMo conversation is
-~600 memories)."""
+"""Owners with fewer live vectors are scanned exactly: under ~50k the exact scan costs no
+more than the shortlist (measured crossover 40 to 60k: the shortlist's reading and scoring
+of ~9k scattered rows is a fixed ~1 ms), and results stay exact (a LoCoMo conversation is
+~600 memories). docs/retrieval.md, "The vector stage at scale"."""
 
 _WORDS = PLANES // 64  # four: the distance below sums four bytes
 _SEED = 19  # any fixed seed: the hyperplanes must be the same in every process
