@@ -1,4 +1,4 @@
-"""An in-process copy of each owner's vectors, for exact cosine search with numpy.
+"""An in-process copy of each owner's vectors, for cosine search with numpy.
 
 sqlite-vec's ``vec0`` is the vector index of the SQLite store: it holds every vector,
 partitioned by owner, and its rows go with the memories (erasure deletes them). Its KNN is
@@ -16,6 +16,13 @@ place (so a remember between two recalls costs no reload). An owner's first vect
 search after a bulk load reads it at once; a copy loaded from the database (a restart)
 reads vec0's chunks into one preallocated matrix (~1.2 s of CPU at a million vectors of
 128 dimensions, docs/benchmarks.md).
+
+The scan is exact below :data:`~troth.storage.signcodes.APPROXIMATE_FROM` live vectors.
+From there the copy also keeps each vector's sign code (``storage.signcodes``), whose
+nearest rows are a shortlist scored exactly from the floats: the cost no longer grows
+like the float scan, and the top 500 found keeps ~90% of the exact one (docs/retrieval.md,
+"The vector stage at scale"). The codes change with the rows they describe, so a deleted
+vector leaves them as it leaves the matrix.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from troth.core.errors import InvalidInputError
+from troth.storage.signcodes import APPROXIMATE_FROM, SignCodes, encode, shortlist_size
 
 __all__ = ["CachedVectors", "VectorCache", "as_vector"]
 
@@ -59,7 +67,9 @@ class CachedVectors:
 
     ``live`` counts the live rows; the rid-to-row map is built on the first change (a
     dict of a million entries costs ~0.3 s, which a copy loaded only to be searched
-    never pays).
+    never pays). ``codes`` are the rows' sign codes, built when a copy kept by writes
+    crosses the threshold, or on a thread from the first search that wants them, and
+    changed with the rows.
     """
 
     generation: int
@@ -69,12 +79,19 @@ class CachedVectors:
     alive: npt.NDArray[np.bool_]
     size: int = 0
     live: int = 0
+    codes: SignCodes | None = None
+    changed: set[int] | None = None  # rows written while codes are built (None: no build)
     _position: dict[int, int] | None = None
 
     @property
     def count(self) -> int:
         """How many live vectors the copy holds."""
         return self.live
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the matrix and the codes."""
+        return int(self.matrix.nbytes) + (0 if self.codes is None else self.codes.nbytes)
 
     @property
     def position(self) -> dict[int, int]:
@@ -84,8 +101,8 @@ class CachedVectors:
             self._position = dict(zip(self.rids[rows].tolist(), rows.tolist(), strict=True))
         return self._position
 
-    def put(self, rid: int, vector: Vector) -> None:
-        """Insert or replace the vector of ``rid``."""
+    def put(self, rid: int, vector: Vector, code: npt.NDArray[np.uint64] | None = None) -> None:
+        """Insert or replace the vector of ``rid`` (``code``: its sign code, if known)."""
         position = self.position
         at = position.get(rid)
         if at is None:
@@ -94,6 +111,8 @@ class CachedVectors:
                 self.matrix = np.resize(self.matrix, (grown, self.dimension))
                 self.rids = np.resize(self.rids, grown)
                 self.alive = np.resize(self.alive, grown)
+                if self.codes is not None:
+                    self.codes.resize(grown)
             at = self.size
             self.size += 1
             self.live += 1
@@ -101,6 +120,10 @@ class CachedVectors:
             self.rids[at] = rid
         self.matrix[at] = vector
         self.alive[at] = True
+        if self.codes is not None:
+            self.codes.set(at, vector, code)
+        elif self.changed is not None:
+            self.changed.add(at)
 
     def delete(self, rid: int) -> None:
         """Drop the vector of ``rid`` (its row is zeroed and skipped)."""
@@ -109,21 +132,44 @@ class CachedVectors:
             self.live -= 1
             self.matrix[at] = 0.0
             self.alive[at] = False
+            if self.codes is not None:
+                self.codes.clear(at)
+            elif self.changed is not None:
+                self.changed.add(at)
 
-    def nearest(self, query: Vector, k: int) -> list[tuple[int, float]]:
-        """The ``k`` live rows most similar to ``query``: (rid, cosine), best first."""
+    def nearest(
+        self, query: Vector, k: int, approximate_from: int = APPROXIMATE_FROM
+    ) -> list[tuple[int, float]]:
+        """The ``k`` live rows most similar to ``query``: (rid, cosine), best first.
+
+        Exact below ``approximate_from`` live rows; from there, the exact cosines of the
+        rows whose sign codes are nearest the query's (a shortlist of
+        :func:`~troth.storage.signcodes.shortlist_size` rows).
+        """
         if not self.live or k < 1:
             return []
-        scores = _scores(self.matrix, self.size, query)
-        alive = self.alive[: self.size]
-        if self.live < self.size:
-            scores[~alive] = -np.inf
         k = min(k, self.count)
-        top = np.argpartition(-scores, k - 1)[:k] if k < self.size else np.arange(self.size)
+        alive = self.alive[: self.size]
+        dead = self.live < self.size
+        rows: npt.NDArray[np.intp] | None = None  # the scored rows (None: all of them)
+        if self.live < approximate_from:
+            scores = _scores(self.matrix, self.size, query)
+            if dead:
+                scores[~alive] = -np.inf
+        else:
+            if self.codes is None:
+                self.codes = SignCodes.of(self.matrix, self.size, self.matrix.shape[0])
+            rows = self.codes.shortlist(
+                query, self.size, alive if dead else None, shortlist_size(k, self.live)
+            )
+            scores = _scores(np.take(self.matrix, rows, axis=0), rows.shape[0], query)
+        n = scores.shape[0]
+        top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+        at = top if rows is None else rows[top]
         # Ties break by rid so that results do not depend on insertion order.
-        order = top[np.lexsort((self.rids[top], -scores[top]))]
-        order = order[alive[order]]
-        return list(zip(self.rids[order].tolist(), scores[order].tolist(), strict=True))
+        order = np.lexsort((self.rids[at], -scores[top]))
+        order = order[alive[at[order]]]
+        return list(zip(self.rids[at[order]].tolist(), scores[top[order]].tolist(), strict=True))
 
 
 # Floats per matrix-vector product of the scan: under the size at which OpenBLAS spreads
@@ -157,16 +203,24 @@ def _scores(matrix: Vector, size: int, query: Vector) -> Vector:
     return out
 
 
+# Rows a thread building a loaded copy's codes reads at a time (4 MB of floats at 128
+# dimensions: copied in ~1 ms under the lock).
+_BUILD_ROWS = 8192
+
+
 class VectorCache:
     """Per-owner :class:`CachedVectors`, checked against the database's generation.
 
-    ``max_bytes`` bounds the matrices of all owners together (1 GiB by default: two
-    million 128-dimension vectors); loading a copy drops the least recently used others
-    until the total fits.
+    ``max_bytes`` bounds the matrices (and sign codes) of all owners together (1 GiB by
+    default: nearly two million 128-dimension vectors); loading a copy drops the least
+    recently used others until the total fits. ``approximate_from``: the live vectors
+    from which an owner's search scores a sign-code shortlist rather than every row.
     """
 
-    def __init__(self, max_bytes: int = 1 << 30) -> None:
+    def __init__(self, max_bytes: int = 1 << 30, approximate_from: int = APPROXIMATE_FROM) -> None:
         self.max_bytes = max_bytes
+        self.approximate_from = approximate_from
+        self._builds: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._owners: OrderedDict[str, CachedVectors] = OrderedDict()
 
@@ -186,9 +240,60 @@ class VectorCache:
     def nearest(
         self, cached: CachedVectors, query: Vector, k: int
     ) -> tuple[list[tuple[int, float]], int]:
-        """``cached.nearest`` and its count, read while no write of this process changes it."""
+        """``cached.nearest`` and its count, read while no write of this process changes it.
+
+        A copy that wants sign codes and has none (one loaded from the database) is
+        searched exactly while a thread builds them: ~2 s of CPU at a million vectors,
+        which the first search after a restart would otherwise wait for.
+        """
         with self._lock:
-            return cached.nearest(query, k), cached.count
+            threshold = self.approximate_from
+            if cached.live >= threshold and cached.codes is None:
+                if cached.changed is None:
+                    self._build_codes(cached)
+                threshold = cached.live + 1  # exact until the codes are there
+            return cached.nearest(query, k, threshold), cached.count
+
+    def _build_codes(self, cached: CachedVectors) -> None:
+        # Under the lock. The rows written while the codes are computed are noted in
+        # ``changed`` and encoded again before the codes are attached. The thread reads
+        # the matrix a block at a time, copied under the lock, and keeps no reference to
+        # it: a vector deleted meanwhile lives on in no array but a block being encoded.
+        cached.changed = set()
+        size = cached.size
+
+        def build() -> None:
+            codes = None
+            try:
+                built = SignCodes.of(cached.matrix[:0], 0, size)
+                for at in range(0, size, _BUILD_ROWS):
+                    with self._lock:
+                        block = cached.matrix[at : min(at + _BUILD_ROWS, size)].copy()
+                    built.codes[at : at + block.shape[0]] = encode(block)
+                    del block
+                codes = built
+            finally:
+                with self._lock:
+                    changed, cached.changed = cached.changed or set(), None
+                    if codes is not None:
+                        codes.resize(cached.matrix.shape[0])
+                        for row in sorted(changed | set(range(size, cached.size))):
+                            if cached.alive[row]:
+                                codes.set(row, cached.matrix[row])
+                            else:
+                                codes.clear(row)
+                        cached.codes = codes
+
+        self._builds = [t for t in self._builds if t.is_alive()]
+        thread = threading.Thread(target=build, name="troth-sign-codes", daemon=True)
+        self._builds.append(thread)
+        thread.start()
+
+    def join_builds(self, timeout: float | None = None) -> None:
+        """Wait for the sign codes being built (benchmarks and tests compare after them)."""
+        for thread in list(self._builds):
+            thread.join(timeout)
+        self._builds = [t for t in self._builds if t.is_alive()]
 
     def load(
         self, owner: str, generation: int, rows: Sequence[tuple[Any, bytes]], dimension: int
@@ -233,12 +338,12 @@ class VectorCache:
 
     def _fit(self, keep: str) -> None:
         # Oldest first; the copy just loaded or grown stays (``wants`` admitted it alone).
-        total = sum(c.matrix.nbytes for c in self._owners.values())
+        total = sum(c.nbytes for c in self._owners.values())
         for name in list(self._owners):
             if total <= self.max_bytes:
                 break
             if name != keep:
-                total -= self._owners.pop(name).matrix.nbytes
+                total -= self._owners.pop(name).nbytes
 
     def apply(self, owner: str, generation: int, changes: Sequence[tuple[int, Any]]) -> None:
         """Apply this process's committed changes, if the copy was at the generation before."""
@@ -256,12 +361,24 @@ class VectorCache:
             if cached.generation != generation - 1:
                 del self._owners[owner]
                 return
+            # The new vectors' codes in one product rather than one per row.
+            written = [vector for _rid, vector in changes if vector is not None]
+            codes = None if cached.codes is None or not written else encode(np.stack(written))
+            at = 0
             for rid, vector in changes:
                 if vector is None:
                     cached.delete(rid)
                 else:
-                    cached.put(rid, vector)
+                    cached.put(rid, vector, None if codes is None else codes[at])
+                    at += 1
             cached.generation = generation
+            crossed = self.approximate_from <= cached.live < 2 * self.approximate_from
+            if crossed and cached.codes is None and cached.changed is None:
+                # A copy kept by writes just crossed the threshold: its codes cost ~1 us of
+                # CPU a row here, once (~60 ms at 50k), then one product per write, so no
+                # search of the process that wrote them waits. (A larger copy without
+                # codes was loaded: its first search builds them on a thread.)
+                cached.codes = SignCodes.of(cached.matrix, cached.size, cached.matrix.shape[0])
             if not self.wants(cached.count, cached.dimension):
                 del self._owners[owner]
             else:
