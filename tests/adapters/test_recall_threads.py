@@ -120,3 +120,26 @@ def test_a_cancelled_search_leaves_the_others_their_answer() -> None:
         return got["kept"]
 
     assert anyio.run(main) == "answer"
+
+
+def test_runs_arriving_together_use_every_slot_though_one_thread_is_idle() -> None:
+    # One thread idle from a warm-up run; two different searches then arrive at once. The
+    # idle count only drops once the woken thread runs, so deciding on it alone woke that
+    # one thread twice and started none: the two ran one after the other on a gate of 2.
+    def recall(seconds: float) -> float:
+        time.sleep(seconds)
+        return seconds
+
+    async def main() -> tuple[float, int]:
+        shared = SharedRecalls(anyio.CapacityLimiter(2))
+        await shared.run("warm", lambda: recall(0.0))
+        await anyio.sleep(0.05)  # the warm-up thread waits, idle, for the next run
+        started = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(shared.run, "a", lambda: recall(0.5))
+            tg.start_soon(shared.run, "b", lambda: recall(0.5))
+        return time.monotonic() - started, shared.threads
+
+    elapsed, threads = anyio.run(main)
+    assert threads == 2
+    assert elapsed < 0.9

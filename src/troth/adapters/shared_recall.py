@@ -96,7 +96,10 @@ class SharedRecalls:
                 self._order.append(queued)
                 if self._idle:
                     self._ready.notify()
-                elif self._threads < self._size:
+                # ``_idle`` drops only once a woken thread holds the lock again, so runs
+                # queued together may count the same idle thread: start one more thread
+                # (up to the gate) whenever more runs wait than threads were idle.
+                if len(self._order) > self._idle and self._threads < self._size:
                     self._threads += 1
                     threading.Thread(target=self._serve, name="troth-recall", daemon=True).start()
             queued.waiting.append((loop, future))
