@@ -9,10 +9,12 @@ a deleted vector is never among them.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
-from troth.storage import signcodes
+from troth.storage import signcodes, vectors
 from troth.storage.vectors import CachedVectors, VectorCache
 
 
@@ -196,3 +198,30 @@ def test_a_copy_kept_by_writes_gets_its_codes_when_it_crosses_the_threshold() ->
     found = [rid for rid, _ in cache.nearest(cached, matrix[0], 5)[0]]
     assert found[0] == 3001
     assert 1 not in found
+
+
+def test_a_copy_dropped_while_its_codes_are_built_is_read_no_further(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Once the copy leaves the cache (forgotten, evicted, reloaded), deletes no longer
+    # reach it: the build must stop reading its rows, and attach nothing.
+    matrix = _clustered(30_000, 64, seed=9)  # four blocks of 8,192 rows
+    cache = VectorCache(approximate_from=1000)
+    cached = cache.load_arrays("human:a", 1, np.arange(1, 30_001, dtype=np.int64), matrix)
+    first_block, go_on = threading.Event(), threading.Event()
+    blocks: list[int] = []
+
+    def encode(block: np.ndarray) -> np.ndarray:
+        blocks.append(block.shape[0])
+        first_block.set()
+        go_on.wait(10)
+        return signcodes.encode(block)
+
+    monkeypatch.setattr(vectors, "encode", encode)
+    cache.nearest(cached, matrix[0], 1)  # starts the build
+    assert first_block.wait(10)
+    cache.forget("human:a")
+    go_on.set()
+    cache.join_builds()
+    assert len(blocks) == 1
+    assert cached.codes is None

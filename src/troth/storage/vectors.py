@@ -268,6 +268,10 @@ class VectorCache:
                 built = SignCodes.of(cached.matrix[:0], 0, size)
                 for at in range(0, size, _BUILD_ROWS):
                     with self._lock:
+                        if not self._holds(cached):
+                            # Dropped (evicted, reloaded, or a generation gap): deletes no
+                            # longer reach it, so reading on would keep an erased row alive.
+                            return
                         block = cached.matrix[at : min(at + _BUILD_ROWS, size)].copy()
                     built.codes[at : at + block.shape[0]] = encode(block)
                     del block
@@ -275,7 +279,7 @@ class VectorCache:
             finally:
                 with self._lock:
                     changed, cached.changed = cached.changed or set(), None
-                    if codes is not None:
+                    if codes is not None and self._holds(cached):
                         codes.resize(cached.matrix.shape[0])
                         for row in sorted(changed | set(range(size, cached.size))):
                             if cached.alive[row]:
@@ -288,6 +292,10 @@ class VectorCache:
         thread = threading.Thread(target=build, name="troth-sign-codes", daemon=True)
         self._builds.append(thread)
         thread.start()
+
+    def _holds(self, cached: CachedVectors) -> bool:
+        # Under the lock: whether ``cached`` is still the copy of one of the owners.
+        return any(held is cached for held in self._owners.values())
 
     def join_builds(self, timeout: float | None = None) -> None:
         """Wait for the sign codes being built (benchmarks and tests compare after them)."""
