@@ -245,21 +245,14 @@ class Policy:
         (an agent's account is never the system's own)."""
         kind = principal_kind(actor)
         return tuple(
-            c
-            for c in self.channels.get(kind, ())
-            if (c != "user" or (kind == "human" and actor == owner))
-            and (c != "internal" or kind in ("human", "service"))
+            c for c in self.channels.get(kind, ()) if _built_in_allows(c, kind, actor, owner)
         )
 
     def check_channel(self, *, actor: str, owner: str, channel: str) -> None:
         """Refuse a channel stronger than the writer's credentials give it."""
         check_choice(channel, CHANNELS, "source")
         kind = principal_kind(actor)
-        if (
-            channel in self.channels.get(kind, ())
-            and (channel != "user" or (kind == "human" and actor == owner))
-            and (channel != "internal" or kind in ("human", "service"))
-        ):
+        if channel in self.channels.get(kind, ()) and _built_in_allows(channel, kind, actor, owner):
             return  # allowed (every write asks): no list of the others to name
         allowed = self.allowed_channels(actor=actor, owner=owner)
         if channel == "user" and not (kind == "human" and actor == owner):
@@ -395,3 +388,11 @@ def _choices(values: object, allowed: tuple[str, ...], where: str) -> tuple[str,
     if not isinstance(values, list):
         raise InvalidInputError(f"policy {where} must be a list")
     return tuple(check_choice(v, allowed, f"policy {where}") for v in values)
+
+
+def _built_in_allows(channel: str, kind: str, actor: str, owner: str) -> bool:
+    # What no policy can widen: ``user`` only for a person writing for themselves,
+    # ``internal`` only for people and service principals.
+    return (channel != "user" or (kind == "human" and actor == owner)) and (
+        channel != "internal" or kind in ("human", "service")
+    )
