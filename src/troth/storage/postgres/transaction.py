@@ -28,9 +28,9 @@ from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.rows import fts_body, memory_docs, memory_from_doc
 
 DIALECT = sql.Dialect("%s", list, list)
-_MOVE_EPOCH = sql.move_erasure_epoch("store_meta")
 """PostgreSQL's spelling: ``%s`` placeholders; a list of strings as an array or JSON
 array, which psycopg reads back as a list."""
+_MOVE_EPOCH = sql.move_erasure_epoch("store_meta")
 _RECORDS = DIALECT.sql(sql.SELECT_RECORDS)
 _NAMING = DIALECT.sql(sql.SELECT_RECORDS_NAMING.format(contains="strpos(meta, ?) > 0"))
 _DOC = DIALECT.sql(sql.SELECT_DOC)
