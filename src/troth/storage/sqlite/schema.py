@@ -33,9 +33,12 @@ BUSY_TIMEOUT_MS = 60000
 """How long a statement waits for a lock another connection holds before failing."""
 
 
-MMAP_BYTES = 1 << 31
+MMAP_BYTES = 1 << 36
 """How much of the database file each connection reads through a memory map (SQLite
-lowers it to its own build's limit; the rest of a larger file is read as before)."""
+lowers it to its own build's limit; the rest of a larger file is read as before): 64 GiB
+of address space, so a million-memory file (4.3 GB) is mapped whole. With 2 GiB its
+upper half was read with a system call and a copy a page: `bench.scale` at 1M gave a p50
+of 31.2–33.4 ms, 22.7 ms mapped whole (docs/benchmarks.md, "Issue 19, 2026-12-03")."""
 
 
 def connect(path: Path) -> Any:
