@@ -38,7 +38,7 @@ MMAP_BYTES = 1 << 36
 lowers it to its own build's limit; the rest of a larger file is read as before): 64 GiB
 of address space, so a million-memory file (4.3 GB) is mapped whole. With 2 GiB its
 upper half was read with a system call and a copy a page: `bench.scale` at 1M gave a p50
-of 31.2–33.4 ms, 22.7 ms mapped whole (docs/benchmarks.md, "Issue 19, 2026-12-03")."""
+of 31.2 to 33.4 ms, 22.7 to 23.4 mapped whole (docs/benchmarks.md, "Issue 19, 2026-12-03")."""
 
 
 def connect(path: Path) -> Any:
