@@ -152,7 +152,12 @@ def test_concurrent_served_searches_answer_as_a_serial_one(
         assert hits == serial[topic]
     # A reader without sensitive reads never shares a sensitive reader's answer: the
     # queries differ (include_sensitive), so they are different recalls.
-    ledger.memory.remember("note: my tea doctor's address", kind="fact", sensitivity="sensitive")
+    # The best match for "tea note" (both words twice), so it is in a sensitive reader's top ten.
+    ledger.memory.remember(
+        "tea note: my tea doctor's address, on the note pinned by the door",
+        kind="fact",
+        sensitivity="sensitive",
+    )
     with ThreadPoolExecutor(4) as pool:
         pairs = list(
             pool.map(

@@ -15,7 +15,14 @@ from troth.core.query import (
     fts5_match_expression,
     has_time_expression,
 )
-from troth.core.ranking import DEFAULT_RANKING, Candidate, RankingConfig, rank
+from troth.core.ranking import (
+    DEFAULT_RANKING,
+    Candidate,
+    RankingConfig,
+    brief_factor,
+    rank,
+    text_shape,
+)
 
 NOW = "2026-11-29T12:00:00+00:00"
 
@@ -115,6 +122,63 @@ def test_neighbour_lift_raises_the_reply_next_to_a_strong_match() -> None:
     assert order.index("r") < order.index("e")
     reply_hit = next(h for h in hits if h.memory_id == "r")
     assert reply_hit.explanation.adjustments["neighbours"] > 0
+
+
+def test_the_reply_to_a_question_takes_the_answer_lift() -> None:
+    # The question turn matches best; the turn before it and the reply after it match alike
+    # (and take the same neighbour lift from it), but only the reply answers it.
+    before = candidate("b", text="I was at the shop", session="s1", seq=3, lexical_score=2.0)
+    question = candidate(
+        "q", text="What tea do you like best?", session="s1", seq=4, lexical_score=10.0
+    )
+    reply = candidate("r", text="I was at the shop", session="s1", seq=5, lexical_score=2.0)
+    hits = {h.memory_id: h for h in rank("what tea does she like?", [before, question, reply])}
+    answer = hits["r"].explanation.adjustments["answer"]
+    assert answer == DEFAULT_RANKING.answer_weight * hits["q"].explanation.base
+    assert "answer" not in hits["b"].explanation.adjustments
+    assert hits["r"].score > hits["b"].score
+
+
+def test_the_answer_lift_needs_a_question_in_the_same_session() -> None:
+    statement = candidate("s", text="I like green tea", session="s1", seq=4, lexical_score=10.0)
+    after = candidate("a", text="Nice", session="s1", seq=5, lexical_score=2.0)
+    asked = candidate("q", text="Tea?", session="s2", seq=6, lexical_score=9.0)
+    other = candidate("o", text="Nice", session="s3", seq=7, lexical_score=2.0)
+    hits = rank("tea", [statement, after, asked, other])
+    assert all("answer" not in h.explanation.adjustments for h in hits)
+    off = replace(DEFAULT_RANKING, answer_weight=0.0)
+    question = replace(statement, text="Do you like green tea?")
+    hits = rank("tea", [question, after], config=off)
+    assert all("answer" not in h.explanation.adjustments for h in hits)
+
+
+def test_a_brief_text_takes_the_brief_factor_in_proportion_to_its_words() -> None:
+    config = DEFAULT_RANKING
+    assert brief_factor(text_shape("You too, take care!"), config) == (
+        config.brief_floor + (1 - config.brief_floor) * 2 / config.brief_words
+    )
+    assert brief_factor(text_shape(""), config) == config.brief_floor
+    long = (
+        "He cleans the tank water weekly, feeds them fresh greens with calcium powder,"
+        " and keeps a basking lamp over a shallow pool for the turtles"
+    )
+    assert text_shape(long).content_words >= config.brief_words
+    assert brief_factor(text_shape(long), config) is None
+    assert brief_factor(text_shape("take care"), replace(config, brief_words=0)) is None
+
+
+def test_a_brief_text_ranks_below_a_fuller_one_it_ties_with() -> None:
+    brief = candidate("a", text="You too, take care!", lexical_score=5.0)
+    full = candidate(
+        "b",
+        text="He cleans the tank water weekly, feeds them fresh greens with calcium powder,"
+        " and keeps a basking lamp over a shallow pool for the turtles",
+        lexical_score=5.0,
+    )
+    hits = rank("how does he take care of turtles?", [brief, full])
+    assert [h.memory_id for h in hits] == ["b", "a"]
+    assert "brief" in hits[1].explanation.adjustments
+    assert "brief" not in hits[0].explanation.adjustments
 
 
 def test_when_questions_lift_memories_that_name_a_time() -> None:
@@ -255,7 +319,7 @@ def test_a_limited_ranking_is_the_head_of_the_full_one() -> None:
     import random
 
     generator = random.Random(7)
-    words = ["yesterday", "garden", "tea", "last week", "in 2023", "paint", "novel"]
+    words = ["yesterday", "garden", "tea", "last week", "in 2023", "paint", "novel", "why?"]
     for trial in range(30):
         candidates = [
             Candidate(

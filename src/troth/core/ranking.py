@@ -13,7 +13,10 @@ The score of a candidate, in order:
    first hit is than the tenth. (``fusion="rrf"`` gives plain RRF, for comparison.)
 2. **neighbours** — ``+ neighbour_weight * max(fused score of the memories at seq ± 1 in
    the same session)``: in a conversation the answer is often in the reply to the turn
-   that matches the question's words.
+   that matches the question's words. **answer** — a memory right after one that asks
+   something (its text holds a "?") takes ``+ answer_weight *`` the asking memory's fused
+   score besides: a reply to a question on the topic is likelier to hold the answer than
+   the turn before the question.
 3. **when** — a question that asks *when* lifts memories whose text names a time
    ("yesterday", "last week", a month, a year).
 4. **date** — a question that names a month/year lifts memories created in that month;
@@ -28,6 +31,10 @@ The score of a candidate, in order:
    (``repetition``) or is a bare list of keywords (``keyword_list``) is pushed down, so an
    entry stuffed with a topic's question words does not outrank what was said on the topic
    (:func:`text_shape`, docs/retrieval.md "Planted memories").
+8. **brief** — multiplicative: a text of fewer than ``brief_words`` content words is
+   lowered, to at most ``1 - brief_floor`` less (:func:`brief_factor`). bm25's length
+   normalisation favours short texts more than their chance of holding an answer
+   warrants ("You too, take care!" for a question about taking care of turtles).
 
 :func:`cap_per_writer` then defers, past the others, the hits beyond the first
 ``max_per_writer`` of any one writer other than the ledger's owner.
@@ -70,6 +77,7 @@ __all__ = [
     "RelevanceFloor",
     "TextShape",
     "assess_relevance",
+    "brief_factor",
     "cap_per_writer",
     "fuse_scores",
     "lift_head",
@@ -115,9 +123,10 @@ class RankingConfig:
     rrf_k: int = 60
     neighbour_weight: float = 0.7
     neighbour_span: int = 2
+    answer_weight: float = 0.2
     session_weight: float = 0.1
     when_weight: float = 0.1
-    date_weight: float = 0.1
+    date_weight: float = 0.4
     day_weight: float = 0.4
     speaker_weight: float = 0.5
     importance_weight: float = 0.2
@@ -137,13 +146,17 @@ class RankingConfig:
     keyword_min_tokens: int = 8
     keyword_function_share: float = 0.1
     keyword_factor: float = 0.5
+    # brief: a text of ``n < brief_words`` content words (not function words) takes the factor
+    # ``brief_floor + (1 - brief_floor) * n / brief_words``.
+    brief_words: int = 12
+    brief_floor: float = 0.9
     max_per_writer: int = 2
 
 
 DEFAULT_RANKING = RankingConfig()
 
 ADDITIVE_ADJUSTMENTS = frozenset(
-    ["neighbours", "session", "when", "date", "day", "speaker", "interaction"]
+    ["neighbours", "answer", "session", "when", "date", "day", "speaker", "interaction"]
 )
 """The adjustments :func:`rank` (and the late-interaction re-rank of
 ``troth.service.interaction``) add to the score; the others (lifecycle) multiply it."""
@@ -244,6 +257,7 @@ def rank(
     unique = _dedupe(candidates)
     base = _fuse(unique, config)
     neighbour_lift = _neighbour_lift(unique, base, config)
+    answer_lift = _answer_lift(unique, base, config)
     session_lift = _session_lift(unique, base, config)
     query_tokens = set(tokenize(analysis.text))
     now_dt = _parse_datetime(now) if isinstance(now, str) else now
@@ -264,6 +278,10 @@ def rank(
         lift = neighbour_lift.get(memory_id, 0.0)
         if lift:
             adjustments["neighbours"] = lift
+            score += lift
+        lift = answer_lift.get(memory_id, 0.0)
+        if lift:
+            adjustments["answer"] = lift
             score += lift
         lift = session_lift.get(memory_id, 0.0)
         if lift:
@@ -310,7 +328,7 @@ def rank(
 
 
 _Scored = tuple[float, str, "Candidate", dict[str, float], float, float]
-_ADJUSTMENT_ORDER = ("neighbours", "session", "when", "date", "day", "speaker")
+_ADJUSTMENT_ORDER = ("neighbours", "answer", "session", "when", "date", "day", "speaker")
 
 
 def _with_when(item: _Scored, weight: float) -> _Scored:
@@ -332,6 +350,11 @@ class TextShape:
     tokens: int
     repetition: float
     function_share: float
+
+    @property
+    def content_words(self) -> int:
+        """How many of its words are not function words."""
+        return self.tokens - round(self.tokens * self.function_share)
 
 
 def text_shape(text: str) -> TextShape:
@@ -364,10 +387,19 @@ def shape_factors(shape: TextShape, config: RankingConfig) -> dict[str, float]:
     return out
 
 
+def brief_factor(shape: TextShape, config: RankingConfig) -> float | None:
+    """The multiplicative ``brief`` adjustment of a text, or None when it has
+    ``config.brief_words`` content words or more."""
+    words = shape.content_words
+    if config.brief_words <= 0 or words >= config.brief_words:
+        return None
+    return config.brief_floor + (1.0 - config.brief_floor) * words / config.brief_words
+
+
 def _refine(
     scored: list[_Scored], when_weight: float, config: RankingConfig, limit: int | None
 ) -> list[_Scored]:
-    """Add the *when* lift and apply the ``shape`` factors, best first.
+    """Add the *when* lift and apply the ``shape`` and ``brief`` factors, best first.
 
     Both tests read the candidate's text (the time-expression search and the tokenising are
     the costliest work per candidate), so with a ``limit`` they run only where they can
@@ -379,7 +411,11 @@ def _refine(
     def exact(item: _Scored) -> _Scored:
         if when_weight:
             item = _with_when(item, when_weight)
-        factors = shape_factors(text_shape(item[2].text), config)
+        shape = text_shape(item[2].text)
+        factors = shape_factors(shape, config)
+        brief = brief_factor(shape, config)
+        if brief is not None:
+            factors["brief"] = brief
         if not factors:
             return item
         _, memory_id, candidate, adjustments, additive, factor = item
@@ -606,6 +642,32 @@ def _neighbour_lift(
                 pooled = value
         if pooled > 0:
             lift[c.memory_id] = config.neighbour_weight * pooled
+    return lift
+
+
+def _answer_lift(
+    candidates: Sequence[Candidate], base: Mapping[str, float], config: RankingConfig
+) -> dict[str, float]:
+    # A memory that asks something ("?") makes the one right after it in its session a
+    # likely answer: in a conversation the reply to a question on the topic holds what was
+    # asked for more often than the turn before the question does. Two memories at one
+    # position (an edit, a duplicate): the stronger asking one counts.
+    if not config.answer_weight:
+        return {}
+    asking: dict[str, dict[int, float]] = {}
+    for c in candidates:
+        if c.session is not None and c.seq is not None and "?" in c.text:
+            positions = asking.setdefault(c.session, {})
+            positions[c.seq] = max(positions.get(c.seq, 0.0), base[c.memory_id])
+    if not asking:
+        return {}
+    lift = {}
+    for c in candidates:
+        if c.session is None or c.seq is None:
+            continue
+        value = asking.get(c.session, {}).get(c.seq - 1, 0.0)
+        if value > 0:
+            lift[c.memory_id] = config.answer_weight * value
     return lift
 
 
