@@ -654,21 +654,21 @@ def _answer_lift(
     # position (an edit, a duplicate): the stronger asking one counts.
     if not config.answer_weight:
         return {}
-    asking: dict[str, dict[int, float]] = {}
+    asked: dict[tuple[str, int], float] = {}  # the position after each asking memory
     for c in candidates:
-        if c.session is not None and c.seq is not None and "?" in c.text:
-            positions = asking.setdefault(c.session, {})
-            positions[c.seq] = max(positions.get(c.seq, 0.0), base[c.memory_id])
-    if not asking:
+        if "?" in c.text and c.session is not None and c.seq is not None:
+            after = (c.session, c.seq + 1)
+            asked[after] = max(asked.get(after, 0.0), base[c.memory_id])
+    if not asked:
         return {}
-    lift = {}
-    for c in candidates:
-        if c.session is None or c.seq is None:
-            continue
-        value = asking.get(c.session, {}).get(c.seq - 1, 0.0)
-        if value > 0:
-            lift[c.memory_id] = config.answer_weight * value
-    return lift
+    weight = config.answer_weight
+    return {
+        c.memory_id: weight * value
+        for c in candidates
+        if c.seq is not None
+        and c.session is not None
+        and (value := asked.get((c.session, c.seq), 0.0)) > 0
+    }
 
 
 def _session_lift(
