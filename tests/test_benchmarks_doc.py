@@ -2,8 +2,8 @@
 
 ``bench.common.record_block`` replaces everything between a ``bench:NAME`` block's markers
 when that benchmark runs, so a hand-written section placed inside them would be lost at the
-next run (two were, until 2026-12-04: the LoCoMo and write-cost blocks had swallowed the
-sections written above their generated tables).
+next run (until 2026-12-04 four such sections sat inside the LoCoMo and write-cost blocks,
+above their generated tables).
 """
 
 from __future__ import annotations
