@@ -1,7 +1,7 @@
 """Rank recall candidates: score-aware fusion of lexical and vector hits, then adjustments.
 
 Pure standard library, identical on every backend. The store fetches candidates from its
-lexical index (FTS5 ``bm25()`` / PostgreSQL ``ts_rank``) and its vector index (cosine),
+lexical index (BM25: FTS5 ``bm25()`` / PostgreSQL ``search.bm25_statement``) and its vector index (cosine),
 merges them by memory id into :class:`Candidate` values and calls :func:`rank`.
 
 The score of a candidate, in order:

@@ -3,8 +3,9 @@
 
 ``body`` is ``setweight(to_tsvector(text), 'A')`` (the memory's own words) followed by
 ``setweight(…, 'C')`` of the nearest lending memory before and after it by ``seq`` in the
-same owner, session, partition and scope. ``ts_rank``'s default weights give A 1.0 and
-C 0.2, SQLite's ``bm25(memory_fts, 1.0, 0.2)``, so the lexical query is unchanged; the
+same owner, session, partition and scope. The lexical rank counts a word found at A as
+1.0 and one found only at C as 0.2 (``search.CONTEXT_WEIGHT``), SQLite's
+``bm25(memory_fts, 1.0, 0.2)``; the
 memory's own part is ``ts_filter(body, '{a}')``, from which a neighbour's context is built
 without reading its document.
 

@@ -376,7 +376,7 @@ class PostgresStore(sql.SQLReads):
     def lexical(
         self, owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
     ) -> list[Hit]:
-        """Full-text candidates ranked by ``ts_rank`` (higher is better)."""
+        """Full-text candidates ranked by BM25 (``search.bm25_statement``; higher is better)."""
         return search.lexical(self._connection(), owner, terms, limit, query)
 
     def set_vector_model(self, name: str, dimension: int) -> None:
