@@ -14,6 +14,7 @@ Usage::
     .venv/bin/python -m bench.locomo --ablation         # + ablation variants
     .venv/bin/python -m bench.locomo --data other.json --json results.json
     .venv/bin/python -m bench.locomo --conversations conv-42,conv-43  # a held-out split
+    .venv/bin/python -m bench.locomo --methods troth --backend postgres  # troth on PostgreSQL
 
 Methods are :class:`Method` objects: ``build(conversation)`` returns a searcher whose
 ``search(question, k)`` gives dia_ids. The harness's own SQLite index (FTS5 + numpy
@@ -512,6 +513,9 @@ class FacadeMethod:
     interaction: bool = True
     homes: list[Any] = field(default_factory=list)
     built: dict[str, Searcher] = field(default_factory=dict)
+    open_store: Callable[[str], Any] | None = None
+    """A new empty store for a conversation's ledger, given a name (``--backend
+    postgres``: a database of its own); None: SQLite in a temporary home."""
 
     def build(self, conversation: Conversation) -> Searcher:
         import tempfile
@@ -519,9 +523,12 @@ class FacadeMethod:
         from troth.service.memory import Memory
         from troth.storage.sqlite import SQLiteStore
 
-        home = tempfile.TemporaryDirectory(prefix=f"troth-bench-{conversation.sample_id}-")
-        self.homes.append(home)
-        store = SQLiteStore(Path(home.name) / "troth.db")
+        if self.open_store is not None:
+            store = self.open_store(f"{self.name}-{conversation.sample_id}")
+        else:
+            home = tempfile.TemporaryDirectory(prefix=f"troth-bench-{conversation.sample_id}-")
+            self.homes.append(home)
+            store = SQLiteStore(Path(home.name) / "troth.db")
         memory = Memory(
             store, policy=bench_policy(), principal="human:bench", embedder=self.embedder
         )
@@ -544,6 +551,16 @@ class FacadeMethod:
         )
         self.built[conversation.sample_id] = searcher
         return searcher
+
+    def close(self) -> None:
+        """Close every ledger built and delete the temporary homes."""
+        for searcher in self.built.values():
+            if isinstance(searcher, _FacadeSearcher):
+                searcher.memory.close()
+        for home in self.homes:
+            home.cleanup()
+        self.built.clear()
+        self.homes.clear()
 
 
 @dataclass(slots=True)
@@ -829,7 +846,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the markdown file whose bench:locomo section gets the results",
     )
     parser.add_argument("--no-docs", action="store_true", help="do not write --docs")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the store of troth's own rows (postgres: a throwaway server, a database per"
+        " ledger; the harness and peer rows keep their own indexes; never writes --docs)",
+    )
     args = parser.parse_args(argv)
+    if args.backend == "postgres":
+        from bench.scale import throwaway_postgres
+
+        with throwaway_postgres() as (server, socket_dir):
+            return _run(args, parser, argv, _postgres_opener(server, socket_dir))
+    return _run(args, parser, argv, None)
+
+
+def _postgres_opener(server: Any, socket_dir: str) -> Callable[[str], Any]:
+    """Opens a new migrated database on ``server`` for each name it is given."""
+    import psycopg
+
+    from troth.storage.postgres import PostgresStore
+
+    numbers = iter(range(1, 1_000_000))
+
+    def open_store(name: str) -> Any:
+        database = f"locomo_{next(numbers)}_{re.sub(r'[^a-z0-9]+', '_', name.lower())}"[:63]
+        with psycopg.connect(server.get_uri(), autocommit=True) as db:
+            db.execute(f'CREATE DATABASE "{database}"')
+        return PostgresStore(f"postgresql://postgres@/{database}?host={socket_dir}")
+
+    return open_store
+
+
+def _run(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    open_store: Callable[[str], Any] | None,
+) -> int:
 
     conversations, report = load_conversations(args.data)
     if args.conversations:
@@ -860,17 +915,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.methods:
         wanted = set(args.methods.split(","))
         methods = [m for m in methods if m.name in wanted]
+    for method in methods:
+        if isinstance(method, FacadeMethod):
+            method.open_store = open_store
 
     results: dict[str, dict[str, Any]] = {}
     progress_context = _Progress(len(methods) * questions)
     with progress_context as advance_for:
         for method in methods:
             advance = advance_for(method.name)
-            results[method.name] = evaluate(method, conversations, advance).summary()
-            if isinstance(method, FacadeMethod) and method.name == "troth":
-                results[method.name]["cross_ledger"] = cross_ledger_no_hit(
-                    method, conversations, method.built
-                )
+            try:
+                results[method.name] = evaluate(method, conversations, advance).summary()
+                if isinstance(method, FacadeMethod) and method.name == "troth":
+                    results[method.name]["cross_ledger"] = cross_ledger_no_hit(
+                        method, conversations, method.built
+                    )
+            finally:
+                if isinstance(method, FacadeMethod):
+                    method.close()
     print_table(results, questions)
     floor = _floor_summary(results)
     if floor:
@@ -881,6 +943,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "methods": results,
             "questions": questions,
             "data": str(args.data),
+            "backend": args.backend,
             "embedder": embedder.name,
             "evidence": {
                 "valid": report.valid,
@@ -889,7 +952,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
-    if not args.no_docs:
+    if open_store is not None:
+        print("--backend postgres: docs/benchmarks.md keeps the SQLite table", file=sys.stderr)
+    elif not args.no_docs:
         command = "python -m bench.locomo " + " ".join(argv if argv is not None else sys.argv[1:])
         record_section(args.docs, results, questions, report, embedder.name, command.strip())
     return 0
@@ -898,7 +963,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _floor_summary(results: dict[str, dict[str, Any]]) -> str | None:
     """One sentence on the relevance floor, when the run measured it."""
     cross = results.get("troth", {}).get("cross_ledger")
-    if not cross:
+    if not cross or cross["no_hit_share"] is None:  # one conversation: no other ledger
         return None
     text = (
         f"Relevance floor: {cross['no_hit']} of {cross['questions']} questions asked of"

