@@ -25,6 +25,7 @@ cosine) calls the pure ranking functions of ``troth.core``; a method backed by
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import statistics
@@ -868,7 +869,7 @@ def _postgres_opener(server: Any, socket_dir: str) -> Callable[[str], Any]:
 
     from troth.storage.postgres import PostgresStore
 
-    numbers = iter(range(1, 1_000_000))
+    numbers = itertools.count(1)
 
     def open_store(name: str) -> Any:
         database = f"locomo_{next(numbers)}_{re.sub(r'[^a-z0-9]+', '_', name.lower())}"[:63]
@@ -885,7 +886,7 @@ def _run(
     argv: Sequence[str] | None,
     open_store: Callable[[str], Any] | None,
 ) -> int:
-
+    """The run itself, troth's stores opened by ``open_store`` (None: SQLite)."""
     conversations, report = load_conversations(args.data)
     if args.conversations:
         wanted_ids = args.conversations.split(",")
