@@ -237,6 +237,11 @@ class VectorCache:
             self._owners.move_to_end(owner)
             return cached
 
+    def held(self, owner: str) -> CachedVectors | None:
+        """The owner's copy at whatever generation, without counting it as used."""
+        with self._lock:
+            return self._owners.get(owner)
+
     def nearest(
         self, cached: CachedVectors, query: Vector, k: int
     ) -> tuple[list[tuple[int, float]], int]:

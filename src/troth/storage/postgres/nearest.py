@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
@@ -32,6 +33,7 @@ from troth.core.errors import StorageError
 from troth.core.query import CandidateLimits, Term
 from troth.storage.base import Candidates, Hit, MemoryFilter
 from troth.storage.postgres import search
+from troth.storage.postgres.copies import VectorCopies
 from troth.storage.postgres.transaction import roll_back, vector_literal
 
 
@@ -81,6 +83,11 @@ def vector_error(exc: psycopg.Error, db: psycopg.Connection[Any]) -> StorageErro
     return StorageError(f"the vector search failed: {exc}")
 
 
+def _idle(db: psycopg.Connection[Any]) -> bool:
+    """Whether ``db`` holds no transaction (a write or a snapshot reads its own view)."""
+    return db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
 def ef_search(limit: int) -> str:
     """``hnsw.ef_search`` for ``limit`` neighbours: the index returns as many as asked in
     one pass (a lower value with the iterative scan was slower and missed more of the
@@ -99,12 +106,20 @@ class RecallSearches:
     with the store.
     """
 
-    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], psycopg.Connection[Any]],
+        copies: VectorCopies | None = None,
+    ) -> None:
         self._connect = connect
         self._opened: list[psycopg.Connection[Any]] = []  # every side connection open
         self._idle: list[psycopg.Connection[Any]] = []  # those no recall holds
         self._lock = threading.Lock()
         self.iterative_scan: bool | None = None  # known after the first vector query
+        #: Owners' vectors in memory, searched instead of the index while current
+        #: (``postgres.copies``); None: always the index.
+        self.copies = copies
+        self._pool: ThreadPoolExecutor | None = None
 
     @contextmanager
     def lent(self, *, fresh: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -148,6 +163,12 @@ class RecallSearches:
         the server is known to take both, the transaction (BEGIN, settings, query,
         COMMIT) travels as one pipeline: one round trip.
         """
+        if self.copies is not None and nested is None and _idle(db):
+            at = self.copies.usable(db, owner)
+            if at is not None:
+                found = self._from_copy(db, owner, at, embedding, limit, query)
+                if found is not None:
+                    return found
         statement, arguments = search.nearest_statement(
             owner, len(embedding), vector_literal(embedding), limit, query
         )
@@ -155,6 +176,29 @@ class RecallSearches:
             return self._vector(db, statement, arguments, limit, nested)
         except psycopg.Error as exc:
             raise vector_error(exc, db) from exc
+
+    def _from_copy(
+        self,
+        db: psycopg.Connection[Any],
+        owner: str,
+        at: int,
+        embedding: Sequence[float],
+        limit: int,
+        query: MemoryFilter,
+    ) -> list[Hit] | None:
+        """The copy's hits, their rows filtered on ``db``; None if the copy went meanwhile."""
+        assert self.copies is not None
+        try:
+            return self.copies.hits(db, owner, at, embedding, limit, query)
+        except psycopg.Error as exc:
+            raise vector_error(exc, db) from exc
+
+    def _beside(
+        self, owner: str, at: int, embedding: Sequence[float], limit: int, query: MemoryFilter
+    ) -> list[Hit] | None:
+        """:meth:`_from_copy` on a lent side connection (a thread of the pool runs it)."""
+        with self.lent() as side:
+            return self._from_copy(side, owner, at, embedding, limit, query)
 
     def _vector(
         self,
@@ -209,11 +253,27 @@ class RecallSearches:
         query: MemoryFilter,
     ) -> Candidates:
         """Both searches at once: the vector one sent on the side connection, the lexical
-        one run on ``db`` meanwhile (call only when :meth:`together` allows)."""
+        one run on ``db`` meanwhile (call only when :meth:`together` allows). With a current
+        copy of the owner's vectors, a thread searches it (numpy lets go of the GIL) and
+        filters its neighbours on the side connection while the lexical search runs."""
+        words: list[Hit] | None = None
+        at = None if self.copies is None else self.copies.usable(db, owner)
+        if at is not None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(8, thread_name_prefix="troth-copy")
+                pool = self._pool
+            pending = pool.submit(self._beside, owner, at, embedding, limits.vector, query)
+            try:
+                words = search.lexical(db, owner, terms, limits.lexical, query)
+            finally:
+                wait([pending])  # never leave a search running behind a failed one
+            copied = pending.result()
+            if copied is not None:
+                return Candidates(words, copied)
         statement, arguments = search.nearest_statement(
             owner, len(embedding), vector_literal(embedding), limits.vector, query
         )
-        words: list[Hit] | None = None
         fresh = False
         while True:
             with self.lent(fresh=fresh) as side:
@@ -236,7 +296,14 @@ class RecallSearches:
                     fresh = True
 
     def close(self) -> None:
-        """Close every side connection, lent or idle (a later recall opens a new one)."""
+        """Close every side connection, lent or idle (a later recall opens a new one), and
+        drop the vector copies."""
+        if self.copies is not None:
+            self.copies.close()
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         with self._lock:
             opened, self._opened, self._idle = self._opened, [], []
         for db in opened:

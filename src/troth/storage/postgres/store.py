@@ -40,6 +40,7 @@ from troth.storage.base import (
 )
 from troth.storage.erasure import ERASURE_WAIT, Finisher
 from troth.storage.postgres import connection, context, maintenance, schema, search
+from troth.storage.postgres.copies import VectorCopies
 from troth.storage.postgres.nearest import RecallSearches
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.search import FILTERS
@@ -63,7 +64,9 @@ class PostgresStore(sql.SQLReads):
 
     ``finish_at_open``: finish the erasures a stopped process left pending as the store
     opens (a scrub); False for a store opened to :meth:`compact`, whose rewrite finishes
-    them, so that a scrub before it is not spent work.
+    them, so that a scrub before it is not spent work. ``vector_copies``: search an owner's
+    vectors in an in-process copy while it is current (``postgres.copies``); False always
+    walks the HNSW index.
     """
 
     dialect = DIALECT
@@ -79,6 +82,7 @@ class PostgresStore(sql.SQLReads):
         compact_after_erase: bool = True,
         erasure_wait: float = ERASURE_WAIT,
         finish_at_open: bool = True,
+        vector_copies: bool = True,
     ) -> None:
         self.url = url
         self.compact_after_erase = compact_after_erase
@@ -87,7 +91,9 @@ class PostgresStore(sql.SQLReads):
         self._connections = sql.Connections(
             lambda: self._connect(own=True), lambda db: not db.closed
         )
-        self._searches = RecallSearches(self._connect)
+        self._searches = RecallSearches(
+            self._connect, VectorCopies(self._connect) if vector_copies else None
+        )
         try:
             self.migrate()
         except StorageError:
@@ -295,6 +301,10 @@ class PostgresStore(sql.SQLReads):
                 if isinstance(exc, psycopg.Error):
                     raise write_error(exc, owner) from exc
                 raise
+        if tx is not None and tx.erasure_noted and self._searches.copies is not None:
+            # The forgotten or erased memories' vectors leave this process at once; other
+            # processes drop theirs at their next search (the generation moved).
+            self._searches.copies.forget(owner)
         if tx is not None and tx.erased and self.compact_after_erase:
             self._erasures.finish(self.erasure_wait)
 

@@ -164,7 +164,8 @@ class PostgresTransaction:
         # and those of them that had a row before (their old neighbours are found first).
         self._context: dict[str, bool] = {}
         self.erased = False
-        self._epoch_moved = False
+        #: Whether the transaction forgot a memory or erased text (``note_erasure``).
+        self.erasure_noted = False
 
     @property
     def owner(self) -> str:
@@ -301,12 +302,12 @@ class PostgresTransaction:
         self.erased = True
 
     def note_erasure(self) -> None:
-        if not self._epoch_moved:
+        if not self.erasure_noted:
             # The epoch's row stays locked until this transaction ends: two owners'
             # erasures commit one after the other (they are rare, and short).
             self.hold()
             self._db.execute(_MOVE_EPOCH)
-            self._epoch_moved = True
+            self.erasure_noted = True
 
     def rewrite(self, seq: int, entry: Entry) -> None:
         self.flush()

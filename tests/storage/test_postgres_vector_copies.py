@@ -1,0 +1,270 @@
+"""PostgreSQL's in-process vector copies (``postgres.copies``): searched only while current.
+
+The copy must find what the HNSW index finds, and never serve a vector that another
+process (here: another store on the same database) changed, forgot or erased since it was
+loaded. The owner's vector generation, moved by migration 0013's triggers, decides.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import vector_facade
+from troth.core.query import candidate_limits, lexical_terms
+from troth.service.memory import Memory
+from troth.storage.base import MemoryFilter, searched_in_turn
+from troth.storage.postgres import PostgresStore
+from troth.storage.postgres.copies import VectorCopies, generation
+
+OWNER = "human:alice"
+_TEXTS = [
+    f"{subject} {verb} {thing} on {day}"
+    for subject in ("Alice", "Bob", "the neighbour", "my sister")
+    for verb in ("painted", "repaired", "sold", "photographed")
+    for thing in ("the blue bicycle", "a kettle", "the garden fence")
+    for day in ("Monday", "Friday")
+]
+_QUESTIONS = ["who painted the fence", "a kettle on Friday", "the blue bicycle", "photographed"]
+_EVERY = MemoryFilter(retrievable_only=True)
+
+
+def _copying(store: PostgresStore, *, background: bool = False) -> VectorCopies:
+    """Give ``store`` copies that take any owner and (unless ``background``) load in the
+    search that wants them."""
+    copies = VectorCopies(store._connect, background=background, copy_from=1)
+    store._searches.copies = copies
+    return copies
+
+
+@pytest.fixture
+def loaded(pg_url: str) -> Iterator[tuple[PostgresStore, Memory, VectorCopies]]:
+    store = PostgresStore(pg_url)
+    memory = vector_facade(store)
+    memory.remember_many(_TEXTS)
+    copies = _copying(store)
+    try:
+        yield store, memory, copies
+    finally:
+        memory.close()
+
+
+def _vector(store: PostgresStore, memory: Memory, text: str, limit: int = 200) -> list[Any]:
+    assert memory.embedder is not None
+    embedding = memory.embedder.embed([text])[0]
+    return store.vector(OWNER, embedding, limit, _EVERY)
+
+
+def _from_index(store: PostgresStore, memory: Memory, text: str, limit: int = 200) -> list[Any]:
+    copies = store._searches.copies
+    store._searches.copies = None
+    try:
+        return _vector(store, memory, text, limit)
+    finally:
+        store._searches.copies = copies
+
+
+def _same(found: list[Any], expected: list[Any]) -> None:
+    """The same memories with the same cosines (float32 against pgvector's arithmetic), best
+    first. Memories of equal cosine may come in either order: each search breaks such
+    ties its own way, so the searches here read every memory (no tie at the cut)."""
+    assert {h.memory_id: h.seq for h in found} == {h.memory_id: h.seq for h in expected}
+    scores = {h.memory_id: h.score for h in expected}
+    for hit in found:
+        assert hit.score == pytest.approx(scores[hit.memory_id], abs=1e-5)
+    assert all(a.score >= b.score - 1e-6 for a, b in itertools.pairwise(found))
+    assert [h.rank for h in found] == list(range(1, len(found) + 1))
+
+
+def _gen(store: PostgresStore, owner: str = OWNER) -> int:
+    return generation(store._connection(), owner)
+
+
+def test_the_generation_moves_with_each_change_of_an_owners_vectors_and_only_then(
+    pg_url: str,
+) -> None:
+    store = PostgresStore(pg_url)
+    memory = vector_facade(store)
+    bob = vector_facade(store, principal="human:bob")
+    try:
+        assert _gen(store) == 0
+        memory.remember("the first memory with a vector")
+        first = _gen(store)
+        assert first > 0
+        bob.remember("bob's own memory")
+        assert _gen(store) == first  # another owner's vectors are not this owner's
+        db = store._connection()
+        db.execute(
+            "UPDATE memories SET doc = doc, updated_at = updated_at WHERE owner = %s", (OWNER,)
+        )
+        assert _gen(store) == first  # a row rewritten with the same vector
+        db.execute("UPDATE memories SET embedding = NULL WHERE owner = %s", (OWNER,))
+        assert _gen(store) > first
+        nulled = _gen(store)
+        db.execute("UPDATE memories SET embedding = NULL WHERE owner = %s", (OWNER,))
+        assert _gen(store) == nulled  # already without one: nothing changed
+        memory.remember("a second memory")
+        second = _gen(store)
+        assert second > nulled
+        db.execute("DELETE FROM memories WHERE owner = %s AND embedding IS NULL", (OWNER,))
+        assert _gen(store) == second  # rows without a vector took none away
+        db.execute("DELETE FROM memories WHERE owner = %s", (OWNER,))
+        assert _gen(store) > second
+        before = {owner: _gen(store, owner) for owner in (OWNER, "human:bob")}
+        store.set_vector_model("another-model", 8)
+        assert _gen(store, "human:bob") > before["human:bob"]
+    finally:
+        bob.close()
+        memory.close()
+
+
+def test_a_current_copy_finds_what_the_index_finds(
+    loaded: tuple[PostgresStore, Memory, VectorCopies],
+) -> None:
+    store, memory, copies = loaded
+    for question in _QUESTIONS:
+        _same(_vector(store, memory, question), _from_index(store, memory, question))
+    assert copies.loads == 1  # one load, then the copy served every search
+    held = copies.cache.held(OWNER)
+    assert held is not None
+    assert held.live == len(_TEXTS)
+    assert held.generation == _gen(store)
+
+
+def test_both_searches_at_once_read_the_copy_and_find_what_they_find_in_turn(
+    loaded: tuple[PostgresStore, Memory, VectorCopies], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, memory, copies = loaded
+    assert memory.embedder is not None
+    _vector(store, memory, "warm: loads the copy")
+    served: list[int] = []
+    hits = copies.hits
+    monkeypatch.setattr(copies, "hits", lambda *a, **k: served.append(1) or hits(*a, **k))
+    for question in _QUESTIONS:
+        embedding = memory.embedder.embed([question])[0]
+        terms = lexical_terms(question)
+        together = store.candidates(OWNER, terms, embedding, candidate_limits(10), _EVERY)
+        in_turn = searched_in_turn(store, OWNER, terms, embedding, candidate_limits(10), _EVERY)
+        assert together.lexical == in_turn.lexical
+        _same(together.vector, in_turn.vector)
+        assert together.vector
+    assert len(served) == 2 * len(_QUESTIONS)
+
+
+def test_what_another_process_forgets_or_rewrites_is_never_served_from_a_copy(
+    loaded: tuple[PostgresStore, Memory, VectorCopies], pg_url: str
+) -> None:
+    store, memory, copies = loaded
+    gone = next(
+        m for m in memory.memories() if m.content == "Alice painted the garden fence on Monday"
+    )
+    question = "Alice painted the garden fence on Monday"
+    assert _vector(store, memory, question)[0].memory_id == gone.id  # the copy holds it
+    other_store = PostgresStore(pg_url, vector_copies=False)
+    other = vector_facade(other_store)
+    try:
+        other.forget(gone.id, reason="asked to")
+        found = _vector(store, memory, question)
+        assert gone.id not in [h.memory_id for h in found]
+        _same(found, _from_index(store, memory, question))
+        held = copies.cache.held(OWNER)
+        assert held is not None
+        assert held.generation == _gen(store)
+        assert held.live == len(_TEXTS) - 1  # the forgotten memory's vector left the copy
+        # A rewritten memory is found by its new words, with the cosine the index gives.
+        kept = next(m for m in memory.memories() if m.content == "Bob sold a kettle on Friday")
+        other.edit(kept.id, "Bob gave away the old copper kettle")
+        new = "Bob gave away the old copper kettle"
+        _same(_vector(store, memory, new), _from_index(store, memory, new))
+    finally:
+        other.close()
+
+
+def test_this_process_drops_its_copy_as_soon_as_it_forgets(
+    loaded: tuple[PostgresStore, Memory, VectorCopies],
+) -> None:
+    store, memory, copies = loaded
+    _vector(store, memory, "warm: loads the copy")
+    assert copies.cache.held(OWNER) is not None
+    memory.forget(memory.memories()[0].id, reason="asked to")
+    assert copies.cache.held(OWNER) is None  # before any search reads the generation
+
+
+def test_inside_a_snapshot_or_a_write_the_index_is_read(
+    loaded: tuple[PostgresStore, Memory, VectorCopies], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, memory, copies = loaded
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the copy was asked inside a transaction")
+
+    monkeypatch.setattr(copies, "usable", refuse)
+    with store.snapshot():
+        assert _vector(store, memory, "the blue bicycle")
+    with store.write(OWNER):
+        assert _vector(store, memory, "the blue bicycle")
+
+
+def test_an_owner_with_few_vectors_keeps_the_index_and_reads_no_generation(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(pg_url)
+    memory = vector_facade(store)
+    try:
+        memory.remember_many(_TEXTS)
+        copies = store._searches.copies
+        assert copies is not None  # the default: copies, from COPY_FROM vectors
+        _vector(store, memory, "the blue bicycle")
+        copies.join()
+        assert copies.cache.held(OWNER) is None
+
+        def unread(*_: object) -> int:
+            raise AssertionError("the generation was read for a small owner")
+
+        monkeypatch.setattr("troth.storage.postgres.copies.generation", unread)
+        assert _vector(store, memory, "the blue bicycle")
+    finally:
+        memory.close()
+
+
+def test_a_copy_loads_in_the_background_and_serves_once_loaded(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(pg_url)
+    memory = vector_facade(store)
+    try:
+        memory.remember_many(_TEXTS)
+        copies = _copying(store, background=True)
+        served: list[int] = []
+        hits = copies.hits
+        monkeypatch.setattr(copies, "hits", lambda *a, **k: served.append(1) or hits(*a, **k))
+        first = _vector(store, memory, "the blue bicycle")  # the index; a load starts
+        assert served == []
+        copies.join()
+        _same(_vector(store, memory, "the blue bicycle"), first)
+        assert served == [1]
+    finally:
+        memory.close()
+
+
+def test_a_load_that_fails_leaves_the_index_in_use(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(pg_url)
+    memory = vector_facade(store)
+    try:
+        memory.remember_many(_TEXTS)
+
+        def refused() -> psycopg.Connection[Any]:
+            raise psycopg.OperationalError("connection refused")
+
+        copies = VectorCopies(refused, background=False, copy_from=1)
+        store._searches.copies = copies
+        _same(_vector(store, memory, "a kettle"), _from_index(store, memory, "a kettle"))
+        assert copies.cache.held(OWNER) is None
+    finally:
+        memory.close()
