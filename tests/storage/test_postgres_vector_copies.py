@@ -179,6 +179,10 @@ def test_what_another_process_forgets_or_rewrites_is_never_served_from_a_copy(
         kept = next(m for m in memory.memories() if m.content == "Bob sold a kettle on Friday")
         other.edit(kept.id, "Bob gave away the old copper kettle")
         new = "Bob gave away the old copper kettle"
+        _same(_vector(store, memory, new), _from_index(store, memory, new))  # found stale
+        held = copies.cache.held(OWNER)
+        assert held is not None
+        assert held.generation == _gen(store)  # loaded again: the next search reads it
         _same(_vector(store, memory, new), _from_index(store, memory, new))
     finally:
         other.close()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
@@ -119,7 +118,6 @@ class RecallSearches:
         #: Owners' vectors in memory, searched instead of the index while current
         #: (``postgres.copies``); None: always the index.
         self.copies = copies
-        self._pool: ThreadPoolExecutor | None = None
 
     @contextmanager
     def lent(self, *, fresh: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -164,7 +162,7 @@ class RecallSearches:
         COMMIT) travels as one pipeline: one round trip.
         """
         if self.copies is not None and nested is None and _idle(db):
-            at = self.copies.usable(db, owner)
+            at = self.copies.usable(owner)
             if at is not None:
                 found = self._from_copy(db, owner, at, embedding, limit, query)
                 if found is not None:
@@ -196,7 +194,7 @@ class RecallSearches:
     def _beside(
         self, owner: str, at: int, embedding: Sequence[float], limit: int, query: MemoryFilter
     ) -> list[Hit] | None:
-        """:meth:`_from_copy` on a lent side connection (a thread of the pool runs it)."""
+        """:meth:`_from_copy` with its rows read on a lent side connection."""
         with self.lent() as side:
             return self._from_copy(side, owner, at, embedding, limit, query)
 
@@ -254,21 +252,19 @@ class RecallSearches:
     ) -> Candidates:
         """Both searches at once: the vector one sent on the side connection, the lexical
         one run on ``db`` meanwhile (call only when :meth:`together` allows). With a current
-        copy of the owner's vectors, a thread searches it (numpy lets go of the GIL) and
-        filters its neighbours on the side connection while the lexical search runs."""
+        copy of the owner's vectors, the lexical statement is sent on ``db`` in a pipeline
+        and, while the server answers it, this thread searches the copy and filters its
+        neighbours on the side connection."""
         words: list[Hit] | None = None
-        at = None if self.copies is None else self.copies.usable(db, owner)
+        at = None if self.copies is None else self.copies.usable(owner)
         if at is not None:
-            with self._lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(8, thread_name_prefix="troth-copy")
-                pool = self._pool
-            pending = pool.submit(self._beside, owner, at, embedding, limits.vector, query)
-            try:
-                words = search.lexical(db, owner, terms, limits.lexical, query)
-            finally:
-                wait([pending])  # never leave a search running behind a failed one
-            copied = pending.result()
+            # The lexical statement is sent first; while the server answers it, this thread
+            # searches the copy and filters its neighbours on the side connection.
+            with search.sent_lexical(
+                db, owner, terms, limits.lexical, query, pipelined=True
+            ) as answer:
+                copied = self._beside(owner, at, embedding, limits.vector, query)
+            words = answer.hits()
             if copied is not None:
                 return Candidates(words, copied)
         statement, arguments = search.nearest_statement(
@@ -300,10 +296,6 @@ class RecallSearches:
         drop the vector copies."""
         if self.copies is not None:
             self.copies.close()
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
         with self._lock:
             opened, self._opened, self._idle = self._opened, [], []
         for db in opened:

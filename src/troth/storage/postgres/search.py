@@ -7,7 +7,8 @@ settings, which the store owns); filters and rendering are here.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -37,9 +38,11 @@ SEARCH_SETTINGS = (
 """A vector search's settings, for its transaction only (pgvector >= 0.8 knows both)."""
 
 # The ``recall`` columns of the rows, joined as one JSON array: one value back, not ~1,000.
+# The ids go as one JSON text: a list adapted element by element cost ~0.6 ms more of the
+# 100k p50, in turns in one process (docs/benchmarks.md, "Issue 19, 2026-12-08").
 _RECALL_ROWS = (
     "SELECT '[' || coalesce(string_agg(recall, ','), '') || ']' FROM memories"
-    " WHERE owner = %s AND id = ANY(%s)"
+    " WHERE owner = %s AND id = ANY(ARRAY(SELECT json_array_elements_text(%s::json)))"
 )
 
 
@@ -129,31 +132,82 @@ def lexical(
     db: psycopg.Connection[Any], owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
 ) -> list[Hit]:
     """Full-text candidates ranked by BM25 (:func:`bm25_statement`; higher is better)."""
+    with sent_lexical(db, owner, terms, limit, query) as answer:
+        pass
+    return answer.hits()
+
+
+class LexicalAnswer:
+    """The lexical search's hits once its statement has been answered."""
+
+    def __init__(self, cursor: psycopg.Cursor[Any] | None, match: str) -> None:
+        self._cursor = cursor
+        self.match = match
+
+    def hits(self) -> list[Hit]:
+        """The hits, best first (none when there was nothing to match)."""
+        if self._cursor is None:
+            return []
+        try:
+            rows = self._cursor.fetchall()
+        except psycopg.Error as exc:
+            raise StorageError(f"full-text query failed: {exc}", match=self.match) from exc
+        return [
+            Hit(str(row[0]), rank, float(row[1]), int(row[2]))
+            for rank, row in enumerate(rows, start=1)
+        ]
+
+
+@contextmanager
+def sent_lexical(
+    db: psycopg.Connection[Any],
+    owner: str,
+    terms: Sequence[Term],
+    limit: int,
+    query: MemoryFilter,
+    *,
+    pipelined: bool = False,
+) -> Iterator[LexicalAnswer]:
+    """The lexical search's statement sent on ``db``; its answer is read after the block.
+
+    With ``pipelined`` the statement travels in a pipeline that is synced as the block
+    closes: the server works on it while the block runs (a recall's vector search from its
+    in-process copy, ``postgres.nearest``). Without, it is answered before the block runs.
+    A failure is the full-text search's ``StorageError``."""
     terms = [term for term in terms if term.text]
-    if not terms:
-        return []
-    where, params = FILTERS.where(owner, query)
     text = tsquery_text(terms)
+    if not terms:
+        yield LexicalAnswer(None, text)
+        return
+    where, params = FILTERS.where(owner, query)
     arguments: list[Any] = [TEXT_SEARCH_CONFIG, text]
     for term in terms:
         for weight in ("", "A"):
             arguments += [TEXT_SEARCH_CONFIG, _tsquery_term(term, weight)]
+    statement = bm25_statement(len(terms), where)
+    in_block = False  # what the block raises is its own, never labelled as this search's
     try:
-        rows = db.execute(
-            bm25_statement(len(terms), where), [*arguments, *params, limit]
-        ).fetchall()
+        if not pipelined:
+            cursor = db.execute(statement, [*arguments, *params, limit])
+            in_block = True
+            yield LexicalAnswer(cursor, text)
+            return
+        with db.pipeline():
+            cursor = db.execute(statement, [*arguments, *params, limit])
+            in_block = True
+            yield LexicalAnswer(cursor, text)
+            in_block = False
     except psycopg.Error as exc:
+        if in_block:
+            raise
         raise StorageError(f"full-text query failed: {exc}", match=text) from exc
-    return [
-        Hit(str(row[0]), rank, float(row[1]), int(row[2])) for rank, row in enumerate(rows, start=1)
-    ]
 
 
 def recall_rows(
     db: psycopg.Connection[Any], owner: str, ids: Sequence[str]
 ) -> dict[str, RecallRow]:
     """The ranking fields of these memories, from their rows' ``recall`` column."""
-    packed = db.execute(_RECALL_ROWS, (owner, list(ids))).fetchone()
+    packed = db.execute(_RECALL_ROWS, (owner, json.dumps(list(ids)))).fetchone()
     rows = json.loads(packed[0]) if packed else []
     return {row.memory_id: row for row in map(recall_row, rows)}
 
