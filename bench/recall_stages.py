@@ -105,12 +105,16 @@ def measure(
             store.vector(OWNER, vector, limits.vector, every)
             alone["vector"].append((time.perf_counter() - started) * 1000)
     median = statistics.median
+    copies = getattr(store, "vector_copies", None)  # PostgreSQL's; SQLite has none
+    load_s = None if copies is None else copies.last_load_s
     return {
         "recall_p50_ms": round(median(wall), 2),
         "store_calls_p50_ms": {name: round(median(spent[name]), 2) for name in STORE_CALLS},
         "ranking_in_python_p50_ms": round(median(rest), 2),
         "alone_p50_ms": {name: round(median(times), 2) for name, times in alone.items()},
         "recalls": len(wall),
+        # PostgreSQL: how long loading the owner's vector copy took (None: no copy).
+        "vector_copy_load_s": None if load_s is None else round(load_s, 3),
     }
 
 
@@ -160,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result |= {"backend": args.backend, "store": label, "memories": args.size}
     result |= {"machine": machine(), "date": time.strftime("%Y-%m-%d", time.gmtime())}
     print(table(result))
+    if result["vector_copy_load_s"] is not None:
+        print(f"\nThe owner's vector copy loaded in {result['vector_copy_load_s']} s.")
     print(f"\n{label}; {args.size:,} memories; {result['machine']}; {result['date']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

@@ -121,6 +121,8 @@ class VectorCopies:
         self._closed = False
         #: How many loads finished (tests and benchmarks wait on it).
         self.loads = 0
+        #: How long the last load that kept a copy took, in seconds (benchmarks).
+        self.last_load_s: float | None = None
 
     def usable(self, owner: str) -> int | None:
         """The generation of the owner's copy, to search it at (:meth:`hits` checks it
@@ -249,6 +251,7 @@ class VectorCopies:
 
     def _read(self, owner: str) -> None:
         """Read the owner's vectors and their generation in one snapshot, and keep them."""
+        started = time.monotonic()
         db = self._connect()
         try:
             count = db.execute(_COUNT, (owner,)).fetchone()
@@ -275,6 +278,7 @@ class VectorCopies:
             if self._closed:
                 return
         cached = self.cache.load_arrays(owner, at, np.arange(len(ids), dtype=np.int64), matrix)
+        self.last_load_s = time.monotonic() - started
         with self._lock:
             self._ids[owner] = (cached, ids)
             # Copies the cache let go of (its budget) take their ids with them.

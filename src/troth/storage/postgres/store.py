@@ -419,6 +419,11 @@ class PostgresStore(sql.SQLReads):
         )
         return {str(r[0]) for r in rows}
 
+    @property
+    def vector_copies(self) -> VectorCopies | None:
+        """The in-process vector copies searches read (None when opened without)."""
+        return self._searches.copies
+
     def recall_rows(self, owner: str, ids: Sequence[str]) -> dict[str, RecallRow]:
         """The ranking fields of these memories, read from their stored documents."""
         return search.recall_rows(self._connection(), owner, ids)
