@@ -8,6 +8,7 @@ loaded. The owner's vector generation, moved by migration 0013's triggers, decid
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,15 +43,31 @@ def _copying(store: PostgresStore, *, background: bool = False) -> VectorCopies:
 
 
 @pytest.fixture
-def loaded(pg_url: str) -> Iterator[tuple[PostgresStore, Memory, VectorCopies]]:
+def written(pg_url: str) -> Iterator[tuple[PostgresStore, Memory]]:
+    """A store holding ``_TEXTS`` with their vectors, with the copies it opens with."""
     store = PostgresStore(pg_url)
     memory = vector_facade(store)
     memory.remember_many(_TEXTS)
-    copies = _copying(store)
     try:
-        yield store, memory, copies
+        yield store, memory
     finally:
         memory.close()
+
+
+@pytest.fixture
+def loaded(
+    written: tuple[PostgresStore, Memory],
+) -> tuple[PostgresStore, Memory, VectorCopies]:
+    store, memory = written
+    return store, memory, _copying(store)
+
+
+def _served(copies: VectorCopies, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One item per search the copy answered from then on."""
+    served: list[int] = []
+    hits = copies.hits
+    monkeypatch.setattr(copies, "hits", lambda *a, **k: served.append(1) or hits(*a, **k))
+    return served
 
 
 def _vector(store: PostgresStore, memory: Memory, text: str, limit: int = 200) -> list[Any]:
@@ -141,9 +158,7 @@ def test_both_searches_at_once_read_the_copy_and_find_what_they_find_in_turn(
     store, memory, copies = loaded
     assert memory.embedder is not None
     _vector(store, memory, "warm: loads the copy")
-    served: list[int] = []
-    hits = copies.hits
-    monkeypatch.setattr(copies, "hits", lambda *a, **k: served.append(1) or hits(*a, **k))
+    served = _served(copies, monkeypatch)
     for question in _QUESTIONS:
         embedding = memory.embedder.embed([question])[0]
         terms = lexical_terms(question)
@@ -214,61 +229,53 @@ def test_inside_a_snapshot_or_a_write_the_index_is_read(
 
 
 def test_an_owner_with_few_vectors_keeps_the_index_and_reads_no_generation(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    written: tuple[PostgresStore, Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = PostgresStore(pg_url)
-    memory = vector_facade(store)
-    try:
-        memory.remember_many(_TEXTS)
-        copies = store._searches.copies
-        assert copies is not None  # the default: copies, from COPY_FROM vectors
-        _vector(store, memory, "the blue bicycle")
-        copies.join()
-        assert copies.cache.held(OWNER) is None
+    store, memory = written
+    copies = store.vector_copies
+    assert copies is not None  # the default: copies, from COPY_FROM vectors
+    _vector(store, memory, "the blue bicycle")
+    copies.join()
+    assert copies.cache.held(OWNER) is None
 
-        def unread(*_: object) -> int:
-            raise AssertionError("the generation was read for a small owner")
+    def unread(*_: object) -> int:
+        raise AssertionError("the generation was read for a small owner")
 
-        monkeypatch.setattr("troth.storage.postgres.copies.generation", unread)
-        assert _vector(store, memory, "the blue bicycle")
-    finally:
-        memory.close()
+    monkeypatch.setattr("troth.storage.postgres.copies.generation", unread)
+    assert _vector(store, memory, "the blue bicycle")
 
 
 def test_a_copy_loads_in_the_background_and_serves_once_loaded(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    written: tuple[PostgresStore, Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = PostgresStore(pg_url)
-    memory = vector_facade(store)
-    try:
-        memory.remember_many(_TEXTS)
-        copies = _copying(store, background=True)
-        served: list[int] = []
-        hits = copies.hits
-        monkeypatch.setattr(copies, "hits", lambda *a, **k: served.append(1) or hits(*a, **k))
-        first = _vector(store, memory, "the blue bicycle")  # the index; a load starts
-        assert served == []
-        copies.join()
-        _same(_vector(store, memory, "the blue bicycle"), first)
-        assert served == [1]
-    finally:
-        memory.close()
+    store, memory = written
+    copies = _copying(store, background=True)
+    served = _served(copies, monkeypatch)
+    first = _vector(store, memory, "the blue bicycle")  # the index; a load starts
+    assert served == []
+    copies.join()
+    _same(_vector(store, memory, "the blue bicycle"), first)
+    assert served == [1]
 
 
-def test_a_load_that_fails_leaves_the_index_in_use(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+def test_a_load_that_fails_leaves_the_index_in_use(written: tuple[PostgresStore, Memory]) -> None:
+    store, memory = written
+
+    def refused() -> psycopg.Connection[Any]:
+        raise psycopg.OperationalError("connection refused")
+
+    copies = VectorCopies(refused, background=False, copy_from=1)
+    store._searches.copies = copies
+    _same(_vector(store, memory, "a kettle"), _from_index(store, memory, "a kettle"))
+    assert copies.cache.held(OWNER) is None
+
+
+def test_a_closed_store_leaves_no_load_running_and_no_copy(
+    written: tuple[PostgresStore, Memory],
 ) -> None:
-    store = PostgresStore(pg_url)
-    memory = vector_facade(store)
-    try:
-        memory.remember_many(_TEXTS)
-
-        def refused() -> psycopg.Connection[Any]:
-            raise psycopg.OperationalError("connection refused")
-
-        copies = VectorCopies(refused, background=False, copy_from=1)
-        store._searches.copies = copies
-        _same(_vector(store, memory, "a kettle"), _from_index(store, memory, "a kettle"))
-        assert copies.cache.held(OWNER) is None
-    finally:
-        memory.close()
+    store, memory = written
+    copies = _copying(store, background=True)
+    _vector(store, memory, "the blue bicycle")  # starts a load
+    store.close()
+    assert copies.cache.held(OWNER) is None
+    assert not [t for t in threading.enumerate() if t.name == "troth-vector-copy"]
