@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from troth.service.memory import Memory
 from troth.storage.base import MemoryFilter, searched_in_turn
 from troth.storage.postgres import PostgresStore
 from troth.storage.postgres.copies import VectorCopies, generation
+from troth.storage.vectors import VectorCache
 
 OWNER = "human:alice"
 _TEXTS = [
@@ -279,3 +281,101 @@ def test_a_closed_store_leaves_no_load_running_and_no_copy(
     store.close()
     assert copies.cache.held(OWNER) is None
     assert not [t for t in threading.enumerate() if t.name == "troth-vector-copy"]
+
+
+def test_a_copy_of_another_models_vectors_is_loaded_again(
+    loaded: tuple[PostgresStore, Memory, VectorCopies],
+) -> None:
+    store, memory, copies = loaded
+    _vector(store, memory, "warm: loads the copy")
+    store.set_vector_model("eight-dimensions", 8)
+    db = store._connection()
+    db.execute("UPDATE memories SET embedding = '[1,0,0,0,0,0,0,0]' WHERE owner = %s", (OWNER,))
+    found = store.vector(OWNER, [1.0] + [0.0] * 7, 200, _EVERY)
+    assert len(found) == len(_TEXTS)  # through the index: the 64-dimension copy is stale
+    held = copies.cache.held(OWNER)
+    assert held is not None
+    assert held.dimension == 8  # loaded again, of the new model
+    assert held.generation == _gen(store)
+
+
+def test_a_load_that_read_before_this_process_forgot_keeps_nothing(
+    written: tuple[PostgresStore, Memory],
+) -> None:
+    store, memory = written
+    copies: VectorCopies
+
+    def forgetting_meanwhile() -> psycopg.Connection[Any]:
+        db = store._connect()
+        copies.forget(OWNER)  # as a forget committing while the load reads
+        return db
+
+    copies = VectorCopies(forgetting_meanwhile, background=False, copy_from=1)
+    store._searches.copies = copies
+    _vector(store, memory, "the blue bicycle")
+    assert copies.loads == 1
+    assert copies.cache.held(OWNER) is None
+
+
+def test_an_owner_whose_vectors_do_not_fit_the_budget_is_not_read_again_and_again(
+    written: tuple[PostgresStore, Memory],
+) -> None:
+    store, memory = written
+    copies = VectorCopies(
+        store._connect, background=False, copy_from=1, cache=VectorCache(max_bytes=1000)
+    )
+    store._searches.copies = copies
+    for question in _QUESTIONS:
+        _same(_vector(store, memory, question), _from_index(store, memory, question))
+    assert copies.loads == 1  # counted once, then left to the index for a while
+    assert copies.cache.held(OWNER) is None
+
+
+def test_a_filter_that_leaves_few_of_the_copys_neighbours_is_left_to_the_index(
+    loaded: tuple[PostgresStore, Memory, VectorCopies], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, memory, copies = loaded
+    assert memory.embedder is not None
+    _vector(store, memory, "warm: loads the copy")
+    store._connection().execute(
+        "UPDATE memories SET partition = 'rare' WHERE owner = %s AND id IN"
+        " (SELECT id FROM memories WHERE owner = %s ORDER BY seq LIMIT 3)",
+        (OWNER, OWNER),
+    )
+    narrow = MemoryFilter(retrievable_only=True, partition="rare")
+    embedding = memory.embedder.embed(["the blue bicycle"])[0]
+    # One pass reads 5 + 32 of the 96 neighbours here (the shipped two read 148: all).
+    monkeypatch.setattr("troth.storage.postgres.copies._READS", 1)
+    served = copies.hits(store._connection(), OWNER, _gen(store), embedding, 5, narrow)
+    assert served is None  # too few passed: the index's iterative scan reads on
+    found = store.vector(OWNER, embedding, 5, narrow)
+    assert len(found) == 3
+    assert copies.cache.held(OWNER) is not None  # the copy stays: it was not stale
+
+
+def test_the_copys_side_connection_ended_while_idle_is_replaced(
+    loaded: tuple[PostgresStore, Memory, VectorCopies], pg_url: str
+) -> None:
+    store, memory, copies = loaded
+    assert memory.embedder is not None
+    question = "the blue bicycle"
+    embedding = memory.embedder.embed([question])[0]
+    terms = lexical_terms(question)
+    before = store.candidates(OWNER, terms, embedding, candidate_limits(10), _EVERY)
+    served = _served(copies, monkeypatch := pytest.MonkeyPatch())
+    try:
+        with store._searches.lent() as side:
+            pid = int(side.info.backend_pid)
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            for _ in range(500):
+                gone = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,))
+                if gone.fetchone() == (0,):
+                    break
+                time.sleep(0.01)
+        after = store.candidates(OWNER, terms, embedding, candidate_limits(10), _EVERY)
+        assert after.lexical == before.lexical
+        _same(after.vector, before.vector)
+        assert served == [1, 1]  # the copy answered, on a second try with a new connection
+    finally:
+        monkeypatch.undo()

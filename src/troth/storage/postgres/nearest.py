@@ -194,9 +194,19 @@ class RecallSearches:
     def _beside(
         self, owner: str, at: int, embedding: Sequence[float], limit: int, query: MemoryFilter
     ) -> list[Hit] | None:
-        """:meth:`_from_copy` with its rows read on a lent side connection."""
-        with self.lent() as side:
-            return self._from_copy(side, owner, at, embedding, limit, query)
+        """:meth:`_from_copy` with its rows read on a lent side connection: a connection
+        the server ended while it sat idle is replaced and the statement sent once more, as
+        the index's search does (it changes nothing)."""
+        assert self.copies is not None
+        fresh = False
+        while True:
+            with self.lent(fresh=fresh) as side:
+                try:
+                    return self.copies.hits(side, owner, at, embedding, limit, query)
+                except psycopg.Error as exc:
+                    if fresh or not side.closed:
+                        raise vector_error(exc, side) from exc
+                    fresh = True
 
     def _vector(
         self,
@@ -230,6 +240,12 @@ class RecallSearches:
                         self.iterative_scan = False
             return _hits(db.execute(statement, arguments).fetchall())
 
+    def side_by_side(self, db: psycopg.Connection[Any]) -> bool:
+        """Whether a recall's two searches may run at once: ``db`` holds no transaction (no
+        write, no snapshot, whose view both must share) and libpq has pipelines.
+        :meth:`candidates` then runs them side by side as far as it can."""
+        return psycopg.Pipeline.is_supported() and _idle(db)
+
     def together(self, db: psycopg.Connection[Any]) -> bool:
         """Whether the vector search may travel as its own pipelined transaction, and so
         on the side connection beside a lexical search on ``db``: ``db`` holds no
@@ -251,7 +267,7 @@ class RecallSearches:
         query: MemoryFilter,
     ) -> Candidates:
         """Both searches at once: the vector one sent on the side connection, the lexical
-        one run on ``db`` meanwhile (call only when :meth:`together` allows). With a current
+        one run on ``db`` meanwhile (call only when :meth:`side_by_side` allows). With a current
         copy of the owner's vectors, the lexical statement is sent on ``db`` in a pipeline
         and, while the server answers it, this thread searches the copy and filters its
         neighbours on the side connection."""
@@ -267,6 +283,13 @@ class RecallSearches:
             words = answer.hits()
             if copied is not None:
                 return Candidates(words, copied)
+        if not self.together(db):
+            # The index's settings are not known yet: the searches in turn (which learn them).
+            if words is None:
+                words = search.lexical(db, owner, terms, limits.lexical, query)
+            return Candidates(
+                words, self.vector(db, owner, embedding, limits.vector, query, nested=None)
+            )
         statement, arguments = search.nearest_statement(
             owner, len(embedding), vector_literal(embedding), limits.vector, query
         )

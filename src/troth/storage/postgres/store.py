@@ -458,7 +458,7 @@ class PostgresStore(sql.SQLReads):
             embedding is None
             or not terms  # one search: nothing to run beside it
             or self._open_write() is not None
-            or not self._searches.together(db)
+            or not self._searches.side_by_side(db)
         ):
             return searched_in_turn(self, owner, terms, embedding, limits, query)
         return self._searches.candidates(db, owner, terms, embedding, limits, query)
