@@ -379,3 +379,19 @@ def test_the_copys_side_connection_ended_while_idle_is_replaced(
         assert served == [1, 1]  # the copy answered, on a second try with a new connection
     finally:
         monkeypatch.undo()
+
+
+def test_a_bulk_load_starts_loading_the_copy_of_the_owner_it_wrote(pg_url: str) -> None:
+    store = PostgresStore(pg_url)
+    memory = vector_facade(store)
+    try:
+        copies = _copying(store, background=True)
+        with memory.bulk_load():
+            memory.remember_many(_TEXTS)
+        copies.join()  # no search has run: the end of the load started it
+        held = copies.cache.held(OWNER)
+        assert held is not None
+        assert held.live == len(_TEXTS)
+        assert held.generation == _gen(store)
+    finally:
+        memory.close()

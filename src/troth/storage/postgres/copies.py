@@ -72,6 +72,7 @@ SIZE_RECHECK_S = 30.0
 """How long an owner found too small (or too large) for a copy is not counted again."""
 _FETCH_ROWS = 20_000  # rows a load reads at a time from its server-side cursor
 _READS = 2  # passes of the copy a search makes before leaving a narrow filter to the index
+_WARM_OWNERS = 16  # owners written lately that :meth:`VectorCopies.warm` may choose from
 
 _GENERATION = "SELECT gen FROM vector_generations WHERE owner = %s"
 _COUNT = "SELECT count(*) FROM memories WHERE owner = %s AND embedding IS NOT NULL"
@@ -144,6 +145,7 @@ class VectorCopies:
         self._skip_until: dict[str, float] = {}
         # Moved by :meth:`forget`: a load that began before keeps nothing.
         self._forgets: dict[str, int] = {}
+        self._written: dict[str, None] = {}  # owners this process wrote lately, in order
         self._closed = False
         #: How many loads finished (tests and benchmarks wait on it).
         self.loads = 0
@@ -323,6 +325,27 @@ class VectorCopies:
         self.cache.forget(owner)
         with self._lock:
             self._copies.pop(owner, None)
+
+    def written(self, owner: str, *, erased: bool) -> None:
+        """This process committed a write of the owner's: ``erased`` when it forgot or
+        erased a memory, whose vector then leaves this process at once (other processes
+        drop theirs at their next search: the generation moved)."""
+        if erased:
+            self.forget(owner)
+        with self._lock:
+            self._written.pop(owner, None)
+            self._written[owner] = None  # the most recent last
+            while len(self._written) > _WARM_OWNERS:
+                del self._written[next(iter(self._written))]
+
+    def warm(self) -> None:
+        """Start loading the copy of the owner written last (after a bulk load: its first
+        searches then read the copy rather than the index)."""
+        with self._lock:
+            owners = list(self._written)
+            self._written.clear()
+        if owners:
+            self._refresh(owners[-1])
 
     def forget(self, owner: str) -> None:
         """Drop the owner's copy now, and whatever a load running now would keep: this

@@ -184,6 +184,8 @@ class PostgresStore(sql.SQLReads):
                 self._end_bulk_load(build_memory)
             raise
         self._end_bulk_load(build_memory)
+        if self._searches.copies is not None:
+            self._searches.copies.warm()  # the owners just loaded are searched next
 
     def _end_bulk_load(self, build_memory: str) -> None:
         db = self._connection()
@@ -301,10 +303,8 @@ class PostgresStore(sql.SQLReads):
                 if isinstance(exc, psycopg.Error):
                     raise write_error(exc, owner) from exc
                 raise
-        if tx is not None and tx.erasure_noted and self._searches.copies is not None:
-            # The forgotten or erased memories' vectors leave this process at once; other
-            # processes drop theirs at their next search (the generation moved).
-            self._searches.copies.forget(owner)
+        if tx is not None and self._searches.copies is not None:
+            self._searches.copies.written(owner, erased=tx.erasure_noted)
         if tx is not None and tx.erased and self.compact_after_erase:
             self._erasures.finish(self.erasure_wait)
 
