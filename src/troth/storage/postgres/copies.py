@@ -21,8 +21,8 @@ with at most a fifth of a core spent loading. A load that read its snapshot befo
 process forgot or erased a memory of the owner keeps nothing.
 
 An owner with fewer than ``COPY_FROM`` vectors keeps the index: its walk is short, and a
-copy would cost a load and memory for little. A load counts the owner's vectors first (one
-statement, no snapshot held) and, for such an owner, looks again only after
+copy would cost a load and memory for little. A load counts the owner's vectors first, in
+its snapshot, and for such an owner reads none and looks again only after
 ``SIZE_RECHECK_S``; meanwhile its searches run as before. So does an owner whose vectors do
 not fit the cache's budget (counted before any vector is read), and a search whose filter
 leaves too few of the copy's neighbours (the index's iterative scan reads on for it).
@@ -74,8 +74,6 @@ _FETCH_ROWS = 20_000  # rows a load reads at a time from its server-side cursor
 _READS = 2  # passes of the copy a search makes before leaving a narrow filter to the index
 _WARM_OWNERS = 16  # owners written lately that :meth:`VectorCopies.warm` may choose from
 
-_GENERATION = "SELECT gen FROM vector_generations WHERE owner = %s"
-_COUNT = "SELECT count(*) FROM memories WHERE owner = %s AND embedding IS NOT NULL"
 # What a copy is a copy of: the owner's generation and the table's identity.
 _STATE = (
     "SELECT coalesce((SELECT gen FROM vector_generations WHERE owner = %s), 0),"
@@ -90,12 +88,6 @@ _SHAPE = (
 _VECTORS = (
     "SELECT id, vector_send(embedding) FROM memories WHERE owner = %s AND embedding IS NOT NULL"
 )
-
-
-def generation(db: psycopg.Connection[Any], owner: str) -> int:
-    """The owner's vector generation as committed (0 before its first vector)."""
-    row = db.execute(_GENERATION, (owner,)).fetchone()
-    return 0 if row is None else int(row[0])
 
 
 def unpack_into(matrix: np.ndarray, at: int, chunks: Sequence[bytes]) -> int:
@@ -277,10 +269,6 @@ class VectorCopies:
             forgets = self._forgets.get(owner, 0)
         db = self._connect()
         try:
-            count = db.execute(_COUNT, (owner,)).fetchone()
-            if count is None or int(count[0]) < self._copy_from:
-                self._skip(owner)
-                return
             with db.transaction():
                 db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 state = db.execute(_STATE, (owner,)).fetchone()
@@ -288,17 +276,22 @@ class VectorCopies:
                 assert state is not None  # aggregates: one row each
                 assert shape is not None
                 rows, dimension = int(shape[0]), shape[1]
-                # Checked before a vector is read: one that does not fit is not read at all.
-                if not rows or dimension != shape[2] or not self.cache.wants(rows, dimension):
+                # Checked before a vector is read: an owner too small for a copy, or one
+                # that does not fit, is not read at all.
+                if rows < max(self._copy_from, 1) or dimension != shape[2]:
+                    self._skip(owner)
+                    return
+                if not self.cache.wants(rows, dimension):
                     self._skip(owner)
                     return
                 matrix = np.empty((rows, dimension), dtype=np.float32)
                 ids: list[str] = []
+                filled = 0
                 with db.cursor(name="troth_vector_copy") as cursor:
                     cursor.execute(_VECTORS, (owner,))
                     while batch := cursor.fetchmany(_FETCH_ROWS):
                         ids.extend(str(row[0]) for row in batch)
-                        unpack_into(matrix, len(ids) - len(batch), [bytes(r[1]) for r in batch])
+                        filled = unpack_into(matrix, filled, [bytes(r[1]) for r in batch])
         finally:
             db.close()
         norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql as pgsql
@@ -34,6 +34,8 @@ from troth.storage.base import Candidates, Hit, MemoryFilter
 from troth.storage.postgres import search
 from troth.storage.postgres.copies import VectorCopies
 from troth.storage.postgres.transaction import roll_back, vector_literal
+
+_T = TypeVar("_T")
 
 
 def _hits(rows: Sequence[Any]) -> list[Hit]:
@@ -194,15 +196,20 @@ class RecallSearches:
     def _beside(
         self, owner: str, at: int, embedding: Sequence[float], limit: int, query: MemoryFilter
     ) -> list[Hit] | None:
-        """:meth:`_from_copy` with its rows read on a lent side connection: a connection
-        the server ended while it sat idle is replaced and the statement sent once more, as
-        the index's search does (it changes nothing)."""
-        assert self.copies is not None
+        """The copy's hits with their rows filtered on a lent side connection."""
+        copies = self.copies
+        assert copies is not None
+        return self._on_side(lambda side: copies.hits(side, owner, at, embedding, limit, query))
+
+    def _on_side(self, work: Callable[[psycopg.Connection[Any]], _T]) -> _T:
+        """``work`` on a lent side connection. An idle connection may have been ended while
+        it waited (a server restart, an idle timeout): it is replaced and ``work`` run once
+        more (a search changes nothing), which fails only if the server is really gone."""
         fresh = False
         while True:
             with self.lent(fresh=fresh) as side:
                 try:
-                    return self.copies.hits(side, owner, at, embedding, limit, query)
+                    return work(side)
                 except psycopg.Error as exc:
                     if fresh or not side.closed:
                         raise vector_error(exc, side) from exc
@@ -251,11 +258,7 @@ class RecallSearches:
         on the side connection beside a lexical search on ``db``: ``db`` holds no
         transaction (no write, no snapshot, whose view the search must share) and the
         server is known to take both settings."""
-        return (
-            bool(self.iterative_scan)
-            and psycopg.Pipeline.is_supported()
-            and db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        )
+        return bool(self.iterative_scan) and self.side_by_side(db)
 
     def candidates(
         self,
@@ -276,9 +279,7 @@ class RecallSearches:
         if at is not None:
             # The lexical statement is sent first; while the server answers it, this thread
             # searches the copy and filters its neighbours on the side connection.
-            with search.sent_lexical(
-                db, owner, terms, limits.lexical, query, pipelined=True
-            ) as answer:
+            with search.sent_lexical(db, owner, terms, limits.lexical, query) as answer:
                 copied = self._beside(owner, at, embedding, limits.vector, query)
             words = answer.hits()
             if copied is not None:
@@ -293,26 +294,21 @@ class RecallSearches:
         statement, arguments = search.nearest_statement(
             owner, len(embedding), vector_literal(embedding), limits.vector, query
         )
-        fresh = False
-        while True:
-            with self.lent(fresh=fresh) as side:
-                try:
-                    # Sent now; the side backend works on it while this thread waits for
-                    # the lexical answer. Leaving the block syncs the pipeline: its one wait.
-                    with _pipelined(side, statement, arguments, limits.vector) as found:
-                        if words is None:
-                            # Its failure is its own: ``search.lexical`` (or, for a lost
-                            # connection, the store's cursor) raises a StorageError naming
-                            # the full-text search, which the handler below never takes.
-                            words = search.lexical(db, owner, terms, limits.lexical, query)
-                    return Candidates(words, _hits(found.fetchall()))
-                except psycopg.Error as exc:
-                    # An idle connection may have been ended while it waited (a server
-                    # restart, an idle timeout): the search is tried once more on a new
-                    # one, which fails only if the server is really gone.
-                    if fresh or not side.closed:
-                        raise vector_error(exc, side) from exc
-                    fresh = True
+        known = words
+
+        def index_beside(side: psycopg.Connection[Any]) -> Candidates:
+            nonlocal known
+            # Sent now; the side backend works on it while this thread waits for the
+            # lexical answer. Leaving the block syncs the pipeline: its one wait.
+            with _pipelined(side, statement, arguments, limits.vector) as found:
+                if known is None:
+                    # Its failure is its own: ``search.lexical`` (or, for a lost connection,
+                    # the store's cursor) raises a StorageError naming the full-text search,
+                    # which ``_on_side`` never takes.
+                    known = search.lexical(db, owner, terms, limits.lexical, query)
+            return Candidates(known, _hits(found.fetchall()))
+
+        return self._on_side(index_beside)
 
     def close(self) -> None:
         """Close every side connection, lent or idle (a later recall opens a new one), and

@@ -132,9 +132,32 @@ def lexical(
     db: psycopg.Connection[Any], owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
 ) -> list[Hit]:
     """Full-text candidates ranked by BM25 (:func:`bm25_statement`; higher is better)."""
-    with sent_lexical(db, owner, terms, limit, query) as answer:
-        pass
-    return answer.hits()
+    built = _lexical_statement(owner, terms, limit, query)
+    if built is None:
+        return []
+    statement, arguments, text = built
+    try:
+        cursor = db.execute(statement, arguments)
+    except psycopg.Error as exc:
+        raise StorageError(f"full-text query failed: {exc}", match=text) from exc
+    return LexicalAnswer(cursor, text).hits()
+
+
+def _lexical_statement(
+    owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
+) -> tuple[str, list[Any], str] | None:
+    """The lexical search's statement, its arguments and its ``tsquery`` text (None when
+    no term is left to match)."""
+    terms = [term for term in terms if term.text]
+    if not terms:
+        return None
+    where, params = FILTERS.where(owner, query)
+    text = tsquery_text(terms)
+    arguments: list[Any] = [TEXT_SEARCH_CONFIG, text]
+    for term in terms:
+        for weight in ("", "A"):
+            arguments += [TEXT_SEARCH_CONFIG, _tsquery_term(term, weight)]
+    return bm25_statement(len(terms), where), [*arguments, *params, limit], text
 
 
 class LexicalAnswer:
@@ -160,40 +183,21 @@ class LexicalAnswer:
 
 @contextmanager
 def sent_lexical(
-    db: psycopg.Connection[Any],
-    owner: str,
-    terms: Sequence[Term],
-    limit: int,
-    query: MemoryFilter,
-    *,
-    pipelined: bool = False,
+    db: psycopg.Connection[Any], owner: str, terms: Sequence[Term], limit: int, query: MemoryFilter
 ) -> Iterator[LexicalAnswer]:
-    """The lexical search's statement sent on ``db``; its answer is read after the block.
-
-    With ``pipelined`` the statement travels in a pipeline that is synced as the block
-    closes: the server works on it while the block runs (a recall's vector search from its
-    in-process copy, ``postgres.nearest``). Without, it is answered before the block runs.
+    """The lexical search's statement sent on ``db`` in a pipeline that is synced as the
+    block closes: the server works on it while the block runs (a recall's vector search
+    from its in-process copy, ``postgres.nearest``); its answer is read after the block.
     A failure is the full-text search's ``StorageError``."""
-    terms = [term for term in terms if term.text]
-    text = tsquery_text(terms)
-    if not terms:
-        yield LexicalAnswer(None, text)
+    built = _lexical_statement(owner, terms, limit, query)
+    if built is None:
+        yield LexicalAnswer(None, "")
         return
-    where, params = FILTERS.where(owner, query)
-    arguments: list[Any] = [TEXT_SEARCH_CONFIG, text]
-    for term in terms:
-        for weight in ("", "A"):
-            arguments += [TEXT_SEARCH_CONFIG, _tsquery_term(term, weight)]
-    statement = bm25_statement(len(terms), where)
+    statement, arguments, text = built
     in_block = False  # what the block raises is its own, never labelled as this search's
     try:
-        if not pipelined:
-            cursor = db.execute(statement, [*arguments, *params, limit])
-            in_block = True
-            yield LexicalAnswer(cursor, text)
-            return
         with db.pipeline():
-            cursor = db.execute(statement, [*arguments, *params, limit])
+            cursor = db.execute(statement, arguments)
             in_block = True
             yield LexicalAnswer(cursor, text)
             in_block = False
