@@ -34,7 +34,6 @@ copy's generation is never returned (its row fails the filter, or moved the gene
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -46,6 +45,7 @@ import numpy as np
 import psycopg
 
 from troth.storage.base import Hit, MemoryFilter
+from troth.storage.packed import id_list, parse
 from troth.storage.postgres.search import FILTERS
 from troth.storage.vectors import CachedVectors, VectorCache, as_vector
 
@@ -202,12 +202,12 @@ class VectorCopies:
                 f"{_STATE}, (SELECT coalesce(json_agg(json_build_array(m.id, m.seq)), '[]')"
                 " ::text FROM memories m WHERE m.id = ANY(ARRAY(SELECT"
                 f" json_array_elements_text(%s::json))) AND m.embedding IS NOT NULL AND {where})",
-                [owner, json.dumps(list(place)), *params],
+                [owner, id_list(place), *params],
             ).fetchone()
             if row is None or (int(row[0]), int(row[1])) != (at, found.table):
                 self._refresh(owner)
                 return None
-            passed = sorted((place[str(i)], str(i), int(q)) for i, q in json.loads(row[2]))
+            passed = sorted((place[str(i)], str(i), int(q)) for i, q in parse(row[2]))
             kept = [(memory_id, seq, nearest[position][1]) for position, memory_id, seq in passed]
             if len(kept) >= limit or want >= total:
                 return [

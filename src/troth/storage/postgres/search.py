@@ -6,7 +6,6 @@ settings, which the store owns); filters and rendering are here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +17,7 @@ from troth.core.errors import StorageError
 from troth.core.query import Term
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow
+from troth.storage.packed import id_list, parse
 from troth.storage.postgres.schema import TEXT_SEARCH_CONFIG
 from troth.storage.postgres.transaction import DIALECT
 from troth.storage.rows import CONTEXT_WEIGHT, recall_row
@@ -211,8 +211,8 @@ def recall_rows(
     db: psycopg.Connection[Any], owner: str, ids: Sequence[str]
 ) -> dict[str, RecallRow]:
     """The ranking fields of these memories, from their rows' ``recall`` column."""
-    packed = db.execute(_RECALL_ROWS, (owner, json.dumps(list(ids)))).fetchone()
-    rows = json.loads(packed[0]) if packed else []
+    packed = db.execute(_RECALL_ROWS, (owner, id_list(ids))).fetchone()
+    rows = parse(packed[0]) if packed else []
     return {row.memory_id: row for row in map(recall_row, rows)}
 
 

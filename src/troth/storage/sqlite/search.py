@@ -8,7 +8,6 @@ an embedding model is recorded, and mirrored per owner in an in-process copy
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ from troth.core.errors import StorageError
 from troth.core.query import Term
 from troth.storage import sql
 from troth.storage.base import Hit, MemoryFilter, RecallRow
+from troth.storage.packed import id_list, parse
 from troth.storage.rows import CONTEXT_WEIGHT, recall_row
 from troth.storage.sqlite.schema import sqlite3
 from troth.storage.sqlite.terms import CommonTerms
@@ -131,10 +131,7 @@ class SQLiteSearch:
             # (score, rid, id, seq): tuples sort by score then the unique rid, in C (a key
             # function would cost a call per row).
             rows = sorted(
-                [
-                    (float(score), int(rid), str(i), int(seq))
-                    for i, score, rid, seq in json.loads(packed)
-                ]
+                [(float(score), int(rid), str(i), int(seq)) for i, score, rid, seq in parse(packed)]
             )
             if len(rows) >= limit:
                 break
@@ -157,9 +154,9 @@ class SQLiteSearch:
         packed = db.execute(
             "SELECT '[' || coalesce(group_concat(m.recall, ','), '') || ']'"
             " FROM json_each(?) AS j CROSS JOIN memories m ON m.id = j.value WHERE m.owner = ?",
-            (json.dumps(list(ids)), owner),
+            (id_list(ids), owner),
         ).fetchone()[0]
-        rows = (recall_row(r) for r in json.loads(packed))
+        rows = (recall_row(r) for r in parse(packed))
         return {row.memory_id: row for row in rows}
 
     # -- vectors -------------------------------------------------------------------------
@@ -263,11 +260,10 @@ class SQLiteSearch:
             packed = db.execute(
                 "SELECT json_group_array(json_array(j.key, m.id, m.seq)) FROM json_each(?) AS j"
                 f" CROSS JOIN memories m ON m.rid = j.value WHERE {where_m}",
-                [json.dumps([rid for rid, _ in nearest]), *params],
+                [id_list(rid for rid, _ in nearest), *params],
             ).fetchone()[0]
             kept = [
-                (str(mid), int(seq), nearest[place][1])
-                for place, mid, seq in sorted(json.loads(packed))
+                (str(mid), int(seq), nearest[place][1]) for place, mid, seq in sorted(parse(packed))
             ]
             if len(kept) >= limit or want >= total:
                 break

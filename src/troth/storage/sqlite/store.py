@@ -10,7 +10,6 @@ recorded as pending in its own transaction and finished as soon as they go, or o
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -33,6 +32,7 @@ from troth.storage.base import (
     stale_tip,
 )
 from troth.storage.erasure import ERASURE_WAIT, Finisher, wait_until
+from troth.storage.packed import id_list
 from troth.storage.rows import memory_from_doc
 from troth.storage.sqlite import schema
 from troth.storage.sqlite.context import ContextWrites
@@ -167,7 +167,7 @@ class SQLiteStore(sql.SQLReads):
         rows = self._connection().execute(
             "SELECT m.doc FROM json_each(?) AS j CROSS JOIN memories m ON m.id = j.value"
             " WHERE m.owner = ?",
-            (json.dumps(list(memory_ids)), owner),
+            (id_list(memory_ids), owner),
         )
         found = (memory_from_doc(row[0]) for row in rows)
         return {memory.id: memory for memory in found}
