@@ -77,8 +77,22 @@ def test_a_stored_document_keeps_an_integer_past_64_bits(any_store: Store) -> No
 
 
 def test_a_text_neither_reads_raises_the_standard_librarys_error() -> None:
-    with pytest.raises(json.JSONDecodeError):
+    with pytest.raises(json.JSONDecodeError) as raised:
         parse('{"unterminated": [1, 2')
+    # orjson's error subclasses it: only the standard library's own says the fallback ran.
+    assert type(raised.value) is json.JSONDecodeError
+
+
+@pytest.mark.parametrize("number", [2**63 - 1, 2**64 - 1, -(2**63), 2**53 + 1])
+def test_integers_within_64_bits_stay_integers(number: int) -> None:
+    assert parse(f"[{number}]") == [number]
+    assert isinstance(parse(f"[{number}]")[0], int)
+
+
+@pytest.mark.parametrize("text", ["0." + "0" * 323 + "5", "5e-324", "1.7976931348623157e308"])
+def test_long_decimal_forms_read_as_the_standard_library_reads_them(text: str) -> None:
+    # PostgreSQL's jsonb writes a number's decimal digits in full.
+    assert parse(f"[{text}]")[0].hex() == json.loads(f"[{text}]")[0].hex()
 
 
 @given(st.lists(TEXT, max_size=20))

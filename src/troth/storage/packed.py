@@ -7,10 +7,11 @@ recall. orjson parses them about twice as fast as the standard library's decoder
 (docs/benchmarks.md, "Issue 19, 2026-12-08, second session", for what it saves a recall).
 
 Only for these texts, whose values the store itself wrote: ids, row numbers, positions,
-scores printed as text and the ranking fields of ``storage.rows.recall_row``. orjson reads
-an integer past 64 bits as a float, where the standard library keeps it, and a writer's
-``extra`` may hold one: a memory's stored document is read by the standard library
-(``storage.rows.memory_from_doc``). Within 64 bits the values are the standard
+scores printed as text and the ranking fields of ``storage.rows.recall_row`` (a free-form
+speaker that is not text is dropped there). orjson reads an integer past 64 bits as a
+float, where the standard library keeps it. Writes refuse one (RFC 8785's domain), but a
+document written by hand or by another tool may hold one, so a memory's stored document
+is read by the standard library (``storage.rows.memory_from_doc``). Within 64 bits the values are the standard
 library's: the same floats to the bit (both round correctly), ints, strings, lists and
 dicts, the last of a repeated key kept. A text orjson refuses (NaN, Infinity, an escaped
 lone surrogate) is read by the standard library, which raises its own error for a text
