@@ -46,7 +46,7 @@ import psycopg
 
 from troth.storage.base import Hit, MemoryFilter
 from troth.storage.packed import id_list, parse
-from troth.storage.postgres.search import FILTERS
+from troth.storage.postgres.search import FILTERS, IDS_IN
 from troth.storage.vectors import CachedVectors, VectorCache, as_vector
 
 __all__ = [
@@ -72,7 +72,6 @@ SIZE_RECHECK_S = 30.0
 """How long an owner found too small (or too large) for a copy is not counted again."""
 _FETCH_ROWS = 20_000  # rows a load reads at a time from its server-side cursor
 _READS = 2  # passes of the copy a search makes before leaving a narrow filter to the index
-_WARM_OWNERS = 16  # owners written lately that :meth:`VectorCopies.warm` may choose from
 
 # What a copy is a copy of: the owner's generation and the table's identity.
 _STATE = (
@@ -137,7 +136,7 @@ class VectorCopies:
         self._skip_until: dict[str, float] = {}
         # Moved by :meth:`forget`: a load that began before keeps nothing.
         self._forgets: dict[str, int] = {}
-        self._written: dict[str, None] = {}  # owners this process wrote lately, in order
+        self._last_written: str | None = None  # the owner this process wrote last
         self._closed = False
         #: How many loads finished (tests and benchmarks wait on it).
         self.loads = 0
@@ -200,8 +199,8 @@ class VectorCopies:
             place = {memory_id: position for position, (memory_id, _) in enumerate(nearest)}
             row = db.execute(
                 f"{_STATE}, (SELECT coalesce(json_agg(json_build_array(m.id, m.seq)), '[]')"
-                " ::text FROM memories m WHERE m.id = ANY(ARRAY(SELECT"
-                f" json_array_elements_text(%s::json))) AND m.embedding IS NOT NULL AND {where})",
+                f" ::text FROM memories m WHERE m.id = {IDS_IN}"
+                f" AND m.embedding IS NOT NULL AND {where})",
                 [owner, id_list(place), *params],
             ).fetchone()
             if row is None or (int(row[0]), int(row[1])) != (at, found.table):
@@ -326,19 +325,15 @@ class VectorCopies:
         if erased:
             self.forget(owner)
         with self._lock:
-            self._written.pop(owner, None)
-            self._written[owner] = None  # the most recent last
-            while len(self._written) > _WARM_OWNERS:
-                del self._written[next(iter(self._written))]
+            self._last_written = owner
 
     def warm(self) -> None:
         """Start loading the copy of the owner written last (after a bulk load: its first
         searches then read the copy rather than the index)."""
         with self._lock:
-            owners = list(self._written)
-            self._written.clear()
-        if owners:
-            self._refresh(owners[-1])
+            owner, self._last_written = self._last_written, None
+        if owner is not None:
+            self._refresh(owner)
 
     def forget(self, owner: str) -> None:
         """Drop the owner's copy now, and whatever a load running now would keep: this

@@ -33,7 +33,7 @@ from troth.core.query import CandidateLimits, Term
 from troth.storage.base import Candidates, Hit, MemoryFilter
 from troth.storage.postgres import search
 from troth.storage.postgres.copies import VectorCopies
-from troth.storage.postgres.transaction import roll_back, vector_literal
+from troth.storage.postgres.transaction import idle, roll_back, vector_literal
 
 _T = TypeVar("_T")
 
@@ -84,11 +84,6 @@ def vector_error(exc: psycopg.Error, db: psycopg.Connection[Any]) -> StorageErro
     return StorageError(f"the vector search failed: {exc}")
 
 
-def _idle(db: psycopg.Connection[Any]) -> bool:
-    """Whether ``db`` holds no transaction (a write or a snapshot reads its own view)."""
-    return db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-
-
 def ef_search(limit: int) -> str:
     """``hnsw.ef_search`` for ``limit`` neighbours: the index returns as many as asked in
     one pass (a lower value with the iterative scan was slower and missed more of the
@@ -135,9 +130,8 @@ class RecallSearches:
         try:
             yield db
         finally:
-            idle = not db.closed and db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
             with self._lock:
-                kept = idle and any(db is open_ for open_ in self._opened)
+                kept = not db.closed and idle(db) and any(db is open_ for open_ in self._opened)
                 if kept:
                     self._idle.append(db)
                 else:
@@ -163,7 +157,7 @@ class RecallSearches:
         the server is known to take both, the transaction (BEGIN, settings, query,
         COMMIT) travels as one pipeline: one round trip.
         """
-        if self.copies is not None and nested is None and _idle(db):
+        if self.copies is not None and nested is None and idle(db):
             at = self.copies.usable(owner)
             if at is not None:
                 found = self._from_copy(db, owner, at, embedding, limit, query)
@@ -251,7 +245,7 @@ class RecallSearches:
         """Whether a recall's two searches may run at once: ``db`` holds no transaction (no
         write, no snapshot, whose view both must share) and libpq has pipelines.
         :meth:`candidates` then runs them side by side as far as it can."""
-        return psycopg.Pipeline.is_supported() and _idle(db)
+        return psycopg.Pipeline.is_supported() and idle(db)
 
     def together(self, db: psycopg.Connection[Any]) -> bool:
         """Whether the vector search may travel as its own pipelined transaction, and so

@@ -37,12 +37,15 @@ SEARCH_SETTINGS = (
 )
 """A vector search's settings, for its transaction only (pgvector >= 0.8 knows both)."""
 
+IDS_IN = "ANY(ARRAY(SELECT json_array_elements_text(%s::json)))"
+"""``= IDS_IN``: one of the ids of a JSON array sent as one text parameter
+(``storage.packed.id_list``). A list adapted element by element cost ~0.6 ms more of the
+100k p50, in turns in one process (docs/benchmarks.md, "Issue 19, 2026-12-08")."""
+
 # The ``recall`` columns of the rows, joined as one JSON array: one value back, not ~1,000.
-# The ids go as one JSON text: a list adapted element by element cost ~0.6 ms more of the
-# 100k p50, in turns in one process (docs/benchmarks.md, "Issue 19, 2026-12-08").
 _RECALL_ROWS = (
     "SELECT '[' || coalesce(string_agg(recall, ','), '') || ']' FROM memories"
-    " WHERE owner = %s AND id = ANY(ARRAY(SELECT json_array_elements_text(%s::json)))"
+    f" WHERE owner = %s AND id = {IDS_IN}"
 )
 
 

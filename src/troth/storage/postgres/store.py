@@ -48,6 +48,7 @@ from troth.storage.postgres.transaction import (
     DIALECT,
     UPSERT_MEMORY,
     PostgresTransaction,
+    idle,
     lock_head,
     memory_row,
     roll_back,
@@ -326,8 +327,7 @@ class PostgresStore(sql.SQLReads):
         """The thread's reads in one REPEATABLE READ, READ ONLY transaction: each statement
         sees the snapshot its first one took (inside a write, the write's own view)."""
         db = self._connection()
-        idle = db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        if self._open_write() is not None or not idle:
+        if self._open_write() is not None or not idle(db):
             yield
             return
         with db.transaction():

@@ -339,10 +339,15 @@ class PostgresTransaction:
         return dropped
 
 
+def idle(db: psycopg.Connection[Any]) -> bool:
+    """Whether ``db`` holds no transaction (a write or a snapshot reads its own view)."""
+    return db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
 def roll_back(db: psycopg.Connection[Any]) -> None:
     """Roll back what a failed pipeline left: the server then holds an open (or aborted)
     transaction."""
-    if not db.closed and db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+    if not db.closed and not idle(db):
         with suppress(psycopg.Error):
             db.execute("ROLLBACK")
 
